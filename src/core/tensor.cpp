@@ -1,0 +1,80 @@
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+
+namespace sam2rt {
+
+std::string shape_to_string(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("negative dimension in shape " + shape_to_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)), numel_(shape_numel(shape_)) {
+  constexpr size_t kAlignment = 64;
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(numel_, 1)) * sizeof(float);
+  bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* memory = std::aligned_alloc(kAlignment, bytes);
+  if (!memory) throw std::bad_alloc();
+  std::memset(memory, 0, bytes);
+  storage_ = std::shared_ptr<void>(memory, std::free);
+  data_ = static_cast<float*>(memory);
+}
+
+Tensor Tensor::view(Shape shape, float* data, std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.storage_ = std::move(keep_alive);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::filled(Shape shape, float value) {
+  Tensor t(std::move(shape));
+  std::fill(t.begin(), t.end(), value);
+  return t;
+}
+
+int64_t Tensor::dim(int axis) const {
+  int r = rank();
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) {
+    throw Error("axis " + std::to_string(axis) + " out of range for shape " + shape_to_string(shape_));
+  }
+  return shape_[static_cast<size_t>(axis)];
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape_numel(shape) != numel_) {
+    throw Error("cannot reshape " + shape_to_string(shape_) + " to " + shape_to_string(shape));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_);
+  if (numel_) std::memcpy(t.data_, data_, static_cast<size_t>(numel_) * sizeof(float));
+  return t;
+}
+
+}  // namespace sam2rt

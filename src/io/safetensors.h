@@ -1,0 +1,29 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace sam2rt {
+
+// A parsed .safetensors file. F32 tensors are views into the memory-mapped
+// file; F16/BF16 are widened to float32 copies. Other dtypes are refused.
+struct SafetensorsFile {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Throws Error on any malformed header: length beyond the file, bad JSON,
+// offsets out of range or overlapping, sizes that do not match the shape.
+SafetensorsFile read_safetensors(const std::string& path);
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Writes float32 tensors (in the given order) atomically.
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata);
+
+}  // namespace sam2rt

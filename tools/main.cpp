@@ -1,0 +1,6 @@
+#include <cstdio>
+
+int main() {
+  std::puts("sam2rt");
+  return 0;
+}

@@ -1,0 +1,18 @@
+#pragma once
+
+#include "core/tensor.h"
+
+namespace sam2rt {
+
+// What the mask decoder needs from the image encoder (SAM2ImagePredictor._features),
+// all NCHW, batch 1, C = config.embed_dim(), E = config.image_embedding_size():
+//   image_embed [1, C, E, E]      = neck level 2 + no_mem_embed
+//   feat_s1     [1, C/4, 2E, 2E]  = sam_mask_decoder.conv_s1(neck level 1)
+//   feat_s0     [1, C/8, 4E, 4E]  = sam_mask_decoder.conv_s0(neck level 0)
+struct DecoderFeatures {
+  Tensor image_embed;
+  Tensor feat_s1;
+  Tensor feat_s0;
+};
+
+}  // namespace sam2rt

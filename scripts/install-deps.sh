@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages sam2rt builds and tests with. Idempotent.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libdnnl-dev            # GEMM (oneDNN)
+  libpng-dev libjpeg62-turbo-dev libexif-dev zlib1g-dev   # image codecs, EXIF orientation
+  libyaml-cpp-dev        # official-format model configs
+  nlohmann-json3-dev     # safetensors headers, JSON outputs
+  libcli11-dev           # command line
+  libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y "${missing[@]}"
+fi

@@ -1,0 +1,54 @@
+#include "api/predictor.h"
+
+#include "core/error.h"
+#include "model/preprocess.h"
+
+namespace sam2rt {
+
+Predictor::Predictor(std::shared_ptr<const Sam2Model> model) : model_(std::move(model)) {}
+
+void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
+  const int size = model_->config().image_size;
+  outputs_ = model_->encoder().encode(preprocess_image(image, size), options);
+  orig_width_ = image.width;
+  orig_height_ = image.height;
+  has_image_ = true;
+}
+
+void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_height) {
+  const ModelConfig& c = model_->config();
+  const int64_t d = c.embed_dim(), e = c.image_embedding_size();
+  auto check = [](const Tensor& t, const Shape& expected, const char* name) {
+    if (t.shape() != expected) {
+      throw Error(std::string("features: '") + name + "' has shape " + shape_to_string(t.shape()) +
+                  " but this model needs " + shape_to_string(expected) +
+                  "; were they encoded with the same --variant/--config?");
+    }
+  };
+  check(features.image_embed, {1, d, e, e}, "image_embed");
+  check(features.feat_s1, {1, d / 4, 2 * e, 2 * e}, "feat_s1");
+  check(features.feat_s0, {1, d / 8, 4 * e, 4 * e}, "feat_s0");
+  if (orig_width <= 0 || orig_height <= 0) throw Error("features: original image size must be positive");
+  outputs_ = EncoderOutputs{};
+  outputs_.decoder = std::move(features);
+  orig_width_ = orig_width;
+  orig_height_ = orig_height;
+  has_image_ = true;
+}
+
+const DecoderFeatures& Predictor::features() const {
+  if (!has_image_) throw Error("no image set: call set_image or set_features before predicting");
+  return outputs_.decoder;
+}
+
+MaskPrediction Predictor::predict(const Prompt& prompt, bool multimask) const {
+  validate_prompt(prompt, orig_width_, orig_height_, model_->config());
+  return model_->heads().predict(features(), prompt, multimask, orig_width_, orig_height_);
+}
+
+std::vector<MaskPrediction> Predictor::predict_batch(const std::vector<Prompt>& prompts, bool multimask) const {
+  for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_width_, orig_height_, model_->config());
+  return model_->heads().predict_batch(features(), prompts, multimask, orig_width_, orig_height_);
+}
+
+}  // namespace sam2rt

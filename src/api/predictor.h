@@ -1,0 +1,46 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "api/sam2_model.h"
+#include "io/image.h"
+#include "model/features.h"
+#include "model/image_encoder.h"
+#include "model/mask_decoder.h"
+#include "model/prompt.h"
+
+namespace sam2rt {
+
+// The SAM2ImagePredictor workflow: set an image once (or load its saved
+// features), then predict masks for any number of prompts on it.
+class Predictor {
+ public:
+  explicit Predictor(std::shared_ptr<const Sam2Model> model);
+
+  // Preprocesses (Pillow bilinear + normalise) and encodes the photo.
+  void set_image(const RgbImage& image, const EncodeOptions& options = {});
+  // Reuses features computed earlier (e.g. read from `sam2rt encode --decoder-ready`).
+  void set_features(DecoderFeatures features, int orig_width, int orig_height);
+
+  bool has_image() const { return has_image_; }
+  int orig_width() const { return orig_width_; }
+  int orig_height() const { return orig_height_; }
+  const DecoderFeatures& features() const;
+  // Full encoder outputs of the last set_image (empty after set_features).
+  const EncoderOutputs& encoder_outputs() const { return outputs_; }
+
+  MaskPrediction predict(const Prompt& prompt, bool multimask) const;
+  std::vector<MaskPrediction> predict_batch(const std::vector<Prompt>& prompts, bool multimask) const;
+
+  const Sam2Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const Sam2Model> model_;
+  EncoderOutputs outputs_;
+  bool has_image_ = false;
+  int orig_width_ = 0;
+  int orig_height_ = 0;
+};
+
+}  // namespace sam2rt

@@ -1,0 +1,36 @@
+#include "api/sam2_model.h"
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "model/synthetic_weights.h"
+#include "model/weight_manifest.h"
+
+namespace sam2rt {
+
+namespace {
+
+WeightMap validated(WeightMap weights, const ModelConfig& config) {
+  validate_weights(weights, config);
+  return weights;
+}
+
+}  // namespace
+
+Sam2Model::Sam2Model(ModelConfig config, WeightMap weights)
+    : config_(std::move(config)),
+      weights_(validated(std::move(weights), config_)),
+      encoder_(config_, weights_),
+      heads_(config_, weights_) {}
+
+std::shared_ptr<const Sam2Model> Sam2Model::load(const ModelSource& source) {
+  ModelConfig config = source.resolve_config();
+  if (source.synthetic_salt) {
+    return std::make_shared<const Sam2Model>(config, synthetic_weights(config, *source.synthetic_salt));
+  }
+  if (source.checkpoint_path.empty()) {
+    throw Error("no weights given: pass --model FILE.pt (official SAM 2.1 checkpoint) or --synthetic-weights SALT");
+  }
+  return std::make_shared<const Sam2Model>(config, load_checkpoint(source.checkpoint_path));
+}
+
+}  // namespace sam2rt

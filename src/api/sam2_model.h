@@ -1,0 +1,33 @@
+#pragma once
+
+#include <memory>
+
+#include "api/model_source.h"
+#include "core/weights.h"
+#include "model/config.h"
+#include "model/image_encoder.h"
+#include "model/mask_decoder.h"
+
+namespace sam2rt {
+
+// A loaded SAM 2.1 image model: config, validated weights, the image encoder
+// and the prompt/mask heads. Immutable once built, so one instance can serve
+// many predictors (and threads).
+class Sam2Model {
+ public:
+  static std::shared_ptr<const Sam2Model> load(const ModelSource& source);
+  Sam2Model(ModelConfig config, WeightMap weights);
+
+  const ModelConfig& config() const { return config_; }
+  const WeightMap& weights() const { return weights_; }
+  const ImageEncoder& encoder() const { return encoder_; }
+  const SamHeads& heads() const { return heads_; }
+
+ private:
+  ModelConfig config_;
+  WeightMap weights_;
+  ImageEncoder encoder_;
+  SamHeads heads_;
+};
+
+}  // namespace sam2rt

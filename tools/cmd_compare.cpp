@@ -1,0 +1,109 @@
+#include <cstdio>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/tensor_compare.h"
+#include "io/safetensors.h"
+
+namespace sam2rt::cli {
+
+namespace {
+
+// Splits "X.dec8" into ("X", 8); plain keys give step 1.
+std::pair<std::string, int64_t> split_decimated(const std::string& key) {
+  static const std::regex pattern(R"((.*)\.dec([0-9]{1,4}))");
+  std::smatch match;
+  if (std::regex_match(key, match, pattern)) return {match[1], std::stoll(match[2])};
+  return {key, 1};
+}
+
+struct ComparePair {
+  std::string label;
+  Tensor a, b;
+};
+
+struct CompareCommand {
+  std::string path_a, path_b;
+  std::vector<std::string> keys;
+
+  void run() const {
+    const SafetensorsFile a = read_safetensors(path_a);
+    const SafetensorsFile b = read_safetensors(path_b);
+    std::vector<ComparePair> pairs;
+    std::set<std::string> matched;
+    auto consider = [&](const std::string& key_a, const Tensor& ta) {
+      if (auto it = b.tensors.find(key_a); it != b.tensors.end()) {
+        pairs.push_back({key_a, ta, it->second});
+        matched.insert(key_a);
+        return;
+      }
+      auto [base_a, step_a] = split_decimated(key_a);
+      if (step_a > 1) {  // A holds X.decS, B holds X
+        if (auto it = b.tensors.find(base_a); it != b.tensors.end()) {
+          pairs.push_back({key_a, ta, decimate(it->second, step_a)});
+          matched.insert(key_a);
+          matched.insert(base_a);
+        }
+        return;
+      }
+      for (const auto& [key_b, tb] : b.tensors) {  // A holds X, B holds X.decS
+        auto [base_b, step_b] = split_decimated(key_b);
+        if (step_b > 1 && base_b == key_a) {
+          pairs.push_back({key_b, decimate(ta, step_b), tb});
+          matched.insert(key_a);
+          matched.insert(key_b);
+        }
+      }
+    };
+    for (const auto& [key, tensor] : a.tensors) {
+      if (keys.empty() || std::find(keys.begin(), keys.end(), key) != keys.end() ||
+          std::find(keys.begin(), keys.end(), split_decimated(key).first) != keys.end()) {
+        consider(key, tensor);
+      }
+    }
+    bool failed = false;
+    for (const std::string& key : keys) {
+      if (!matched.count(key)) {
+        std::fprintf(stderr, "sam2rt: error: key '%s' is not present in both files\n", key.c_str());
+        failed = true;
+      }
+    }
+    if (pairs.empty() && keys.empty()) {
+      std::fprintf(stderr, "sam2rt: error: the two files have no tensor in common\n");
+      failed = true;
+    }
+    std::printf("%-36s %-22s %12s %12s %12s\n", "tensor", "shape", "1-cos", "mean|err|", "max|err|");
+    for (const ComparePair& p : pairs) {
+      if (p.a.shape() != p.b.shape()) {
+        std::printf("%-36s shape mismatch: %s vs %s\n", p.label.c_str(), shape_to_string(p.a.shape()).c_str(),
+                    shape_to_string(p.b.shape()).c_str());
+        failed = true;
+        continue;
+      }
+      const TensorDifference d = compare_tensors(p.a, p.b);
+      std::printf("%-36s %-22s %12.3e %12.3e %12.3e\n", p.label.c_str(), shape_to_string(p.a.shape()).c_str(),
+                  d.one_minus_cos, d.mean_abs_err, d.max_abs_err);
+    }
+    if (failed) throw CLI::RuntimeError(1);
+  }
+};
+
+}  // namespace
+
+void register_compare(CLI::App& app) {
+  auto command = std::make_shared<CompareCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Compare the tensors two .safetensors files have in common (a key X.decS in one file is compared with "
+      "X[..., ::S, ::S] of the other): shape, 1-cos, mean and max abs error. Exits 1 on a shape mismatch or a "
+      "missing requested key.");
+  sub->add_option("a", command->path_a, "first file (e.g. sam2rt output)")->required()->check(CLI::ExistingFile);
+  sub->add_option("b", command->path_b, "second file (e.g. a golden)")->required()->check(CLI::ExistingFile);
+  sub->add_option("--keys", command->keys, "only these tensors (each must be present in both)");
+  sub->callback([command] { command->run(); });
+}
+
+}  // namespace sam2rt::cli

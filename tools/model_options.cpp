@@ -1,0 +1,67 @@
+#include "model_options.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.h"
+#include "model/synthetic_weights.h"
+
+namespace sam2rt::cli {
+
+void ModelOptions::add_to(CLI::App& command) {
+  auto* model = command.add_option("--model", model_path,
+                                   "SAM 2.1 checkpoint: the official sam2.1_hiera_*.pt or a .safetensors")
+                    ->check(CLI::ExistingFile);
+  auto* synthetic = command.add_option("--synthetic-weights", synthetic_salt,
+                                       "run the architecture on deterministic generated weights with this salt "
+                                       "(decimal or 0x hex) instead of a checkpoint; masks are meaningless")
+                        ->type_name("SALT");
+  model->excludes(synthetic);
+  synthetic->excludes(model);
+  auto* variant_opt = command.add_option("--variant", variant, "built-in architecture: tiny, small, base_plus, large")
+                          ->default_val("tiny")
+                          ->check(CLI::IsMember({"tiny", "small", "base_plus", "large"}));
+  auto* config_opt = command.add_option("--config", config_path,
+                                        "official-format SAM 2.1 YAML config (instead of --variant)")
+                         ->check(CLI::ExistingFile);
+  config_opt->excludes(variant_opt);
+  command.add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  command.add_option("--max-image-pixels", max_image_pixels,
+                     "refuse larger images before decoding them")
+      ->default_val(kDefaultMaxImagePixels)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+}
+
+ModelSource ModelOptions::source() const {
+  ModelSource source;
+  source.checkpoint_path = model_path;
+  if (!synthetic_salt.empty()) source.synthetic_salt = parse_salt(synthetic_salt);
+  source.variant = variant;
+  source.config_path = config_path;
+  if (source.checkpoint_path.empty() && !source.synthetic_salt) {
+    throw Error("no weights given: pass --model sam2.1_hiera_tiny.pt (see README: where to download it) or "
+                "--synthetic-weights 0 to run on generated weights");
+  }
+  return source;
+}
+
+std::shared_ptr<const Sam2Model> ModelOptions::load() const {
+  if (threads > 0) omp_set_num_threads(threads);
+  const ModelSource src = source();
+  const auto start = std::chrono::steady_clock::now();
+  auto model = Sam2Model::load(src);
+  std::fprintf(stderr, "loaded %s in %.0f ms\n", src.describe().c_str(), milliseconds_since(start));
+  if (src.synthetic_salt) {
+    std::fprintf(stderr,
+                 "note: synthetic weights are for testing and benchmarking only; their masks are meaningless\n");
+  }
+  return model;
+}
+
+double milliseconds_since(const std::chrono::steady_clock::time_point& start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace sam2rt::cli

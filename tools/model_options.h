@@ -1,0 +1,32 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "api/sam2_model.h"
+#include "io/image.h"
+
+namespace sam2rt::cli {
+
+// The flags every model-running command shares:
+//   (--model FILE | --synthetic-weights SALT) [--variant V | --config Y] [--threads N]
+struct ModelOptions {
+  std::string model_path;
+  std::string synthetic_salt;
+  std::string variant = "tiny";
+  std::string config_path;
+  int threads = 0;
+  int64_t max_image_pixels = kDefaultMaxImagePixels;
+
+  void add_to(CLI::App& command);
+  ModelSource source() const;
+  // Applies --threads, loads and validates the model; prints what was loaded
+  // (and a warning that synthetic weights give meaningless masks) to stderr.
+  std::shared_ptr<const Sam2Model> load() const;
+};
+
+double milliseconds_since(const std::chrono::steady_clock::time_point& start);
+
+}  // namespace sam2rt::cli

@@ -1,0 +1,289 @@
+// End-to-end runs of the sam2rt binary: the main paths on the fixtures, and the
+// bad inputs of the foundation issue (each checks exit code and error text).
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <fstream>
+
+#include "cli_runner.h"
+#include "core/tensor_compare.h"
+#include "io/image.h"
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "model/synthetic_weights.h"
+#include "model/weight_manifest.h"
+
+namespace sam2rt::testing {
+namespace {
+
+std::string micro_pt() { return fixtures_dir() + "/micro/micro.pt"; }
+std::string micro_yaml() { return fixtures_dir() + "/micro/sam2.1_micro.yaml"; }
+std::string micro_image() { return fixtures_dir() + "/images/chelsea_288x112.png"; }
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+// A PNG whose IHDR claims the given size; the pixel data is absent.
+std::string png_header_only(uint32_t width, uint32_t height) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  std::string ihdr = "IHDR" + be32(width) + be32(height) + std::string("\x08\x02\x00\x00\x00", 5);
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), ihdr.size()));
+  return std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + ihdr + be32(crc);
+}
+
+void expect_error(const CliResult& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr was: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "error should be one line: " << r.err;
+}
+
+std::vector<std::string> micro_segment(const ScratchDir& s, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"segment", "--model", micro_pt(), "--config", micro_yaml(),
+                                   "--image", micro_image(), "--out", s.file("mask.png")};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(Cli, HelpExplainsCommands) {
+  ScratchDir s("help");
+  CliResult r = run_cli({"--help"}, s);
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"encode", "segment", "compare"}) EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  r = run_cli({"segment", "--help"}, s);
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"--point", "--box", "--synthetic-weights", "--variant", "--mask-input", "--logits"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  }
+}
+
+TEST(Cli, NoCommandIsAnError) {
+  ScratchDir s("nocommand");
+  EXPECT_NE(run_cli({}, s).exit_code, 0);
+}
+
+TEST(Cli, BadSaltIsRefused) {
+  ScratchDir s("salt");
+  expect_error(run_cli({"encode", "--synthetic-weights", "12x", "--image", micro_image(), "--out", s.file("f")}, s),
+               "not a 64-bit unsigned integer");
+}
+
+TEST(Cli, MissingWeightsSaysWhatToDo) {
+  ScratchDir s("noweights");
+  expect_error(run_cli({"encode", "--image", micro_image(), "--out", s.file("f")}, s), "--synthetic-weights");
+}
+
+TEST(Cli, CorruptCheckpointIsRefused) {
+  ScratchDir s("corrupt");
+  write_bytes(s.file("bad.pt"), "this is not a checkpoint at all");
+  CliResult r = run_cli({"segment", "--model", s.file("bad.pt"), "--config", micro_yaml(), "--image", micro_image(), "--point",
+               "10,10", "--out", s.file("m.png")},
+              s);
+  expect_error(r, "bad.pt");
+  EXPECT_FALSE(std::filesystem::exists(s.file("m.png")));
+}
+
+TEST(Cli, TruncatedCheckpointIsRefused) {
+  ScratchDir s("truncated");
+  const std::string full = read_text(micro_pt());
+  write_bytes(s.file("half.pt"), full.substr(0, full.size() / 2));
+  expect_error(run_cli({"encode", "--model", s.file("half.pt"), "--config", micro_yaml(), "--image", micro_image(),
+                        "--out", s.file("f.safetensors")},
+                       s),
+               "half.pt");
+}
+
+NamedTensors micro_weights_except(const std::string& skip, const std::string& reshape) {
+  ModelConfig config = load_config_yaml(micro_yaml());
+  NamedTensors tensors;
+  for (const auto& spec : image_path_weights(config)) {
+    if (spec.key == skip) continue;
+    Tensor t = generate_weight(spec.key, spec.shape, 0);
+    if (spec.key == reshape) t = t.reshaped({1, t.numel()});
+    tensors.emplace_back(spec.key, t);
+  }
+  return tensors;
+}
+
+TEST(Cli, MissingKeyIsNamed) {
+  ScratchDir s("missingkey");
+  const std::string key = "sam_mask_decoder.iou_token.weight";
+  write_safetensors(s.file("w.safetensors"), micro_weights_except(key, ""), {});
+  expect_error(run_cli({"encode", "--model", s.file("w.safetensors"), "--config", micro_yaml(), "--image",
+                        micro_image(), "--out", s.file("f.safetensors")},
+                       s),
+               "missing key '" + key + "'");
+}
+
+TEST(Cli, WrongShapeNamesKeyAndBothShapes) {
+  ScratchDir s("wrongshape");
+  const std::string key = "image_encoder.trunk.blocks.0.attn.qkv.weight";
+  write_safetensors(s.file("w.safetensors"), micro_weights_except("", key), {});
+  CliResult r = run_cli({"encode", "--model", s.file("w.safetensors"), "--config", micro_yaml(), "--image",
+                         micro_image(), "--out", s.file("f.safetensors")},
+                        s);
+  expect_error(r, key);
+  EXPECT_NE(r.err.find("[1, 768]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[48, 16]"), std::string::npos) << r.err;
+}
+
+TEST(Cli, VariantMismatchIsExplained) {
+  ScratchDir s("variant");
+  expect_error(run_cli({"encode", "--model", micro_pt(), "--variant", "tiny", "--image", micro_image(), "--out",
+                        s.file("f.safetensors")},
+                       s),
+               "--variant");
+}
+
+TEST(Cli, UnknownTargetInConfigIsRefused) {
+  ScratchDir s("badyaml");
+  std::string yaml = read_text(micro_yaml());
+  const std::string hiera = "sam2.modeling.backbones.hieradet.Hiera";
+  yaml.replace(yaml.find(hiera), hiera.size(), "os.system");
+  write_bytes(s.file("bad.yaml"), yaml);
+  expect_error(run_cli({"encode", "--synthetic-weights", "0", "--config", s.file("bad.yaml"), "--image",
+                        micro_image(), "--out", s.file("f.safetensors")},
+                       s),
+               "_target_");
+}
+
+TEST(Cli, ImpossibleConfigValuesAreRefused) {
+  ScratchDir s("zeroyaml");
+  std::string yaml = read_text(micro_yaml());
+  yaml.replace(yaml.find("embed_dim: 16"), 13, "embed_dim: 0");
+  write_bytes(s.file("zero.yaml"), yaml);
+  expect_error(run_cli({"encode", "--synthetic-weights", "0", "--config", s.file("zero.yaml"), "--image",
+                        micro_image(), "--out", s.file("f.safetensors")},
+                       s),
+               "embed_dim");
+}
+
+TEST(Cli, NonImageIsRefused) {
+  ScratchDir s("nonimage");
+  write_bytes(s.file("notes.png"), "hello, I am text");
+  expect_error(run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("notes.png"),
+                        "--point", "1,1", "--out", s.file("m.png")},
+                       s),
+               "notes.png");
+}
+
+TEST(Cli, HugeImageIsRefusedBeforeDecoding) {
+  ScratchDir s("huge");
+  write_bytes(s.file("bomb.png"), png_header_only(200000, 200000));
+  CliResult r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("bomb.png"),
+                         "--point", "1,1", "--out", s.file("m.png")},
+                        s);
+  expect_error(r, "pixel");
+  write_bytes(s.file("big.png"), png_header_only(1000, 1000));
+  r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("big.png"),
+               "--max-image-pixels", "999999", "--point", "1,1", "--out", s.file("m.png")},
+              s);
+  expect_error(r, "pixel");
+}
+
+TEST(Cli, PromptOutsideImageIsRefused) {
+  ScratchDir s("outside");
+  expect_error(run_cli(micro_segment(s, {"--point", "500,20"}), s), "outside");
+  expect_error(run_cli(micro_segment(s, {"--point", "nan,20"}), s), "--point");
+  expect_error(run_cli(micro_segment(s, {"--point", "10,20,7"}), s), "LABEL");
+  expect_error(run_cli(micro_segment(s, {"--box", "50,10,20,40"}), s), "box");
+}
+
+TEST(Cli, MissingOutputDirectoryIsRefused) {
+  ScratchDir s("nodir");
+  expect_error(run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", micro_image(),
+                        "--point", "110,41", "--out", s.file("missing/dir/m.png")},
+                       s),
+               "does the directory exist");
+}
+
+// The micro golden run p1_point.mm through the whole CLI, from the photo.
+TEST(Cli, MicroSegmentMatchesGolden) {
+  ScratchDir s("microseg");
+  CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "--multimask", "--logits", s.file("l.safetensors"),
+                                          "--json", s.file("r.json"), "--overlay", s.file("o.png")}),
+                        s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SafetensorsFile golden = read_safetensors(fixtures_dir() + "/micro/golden.safetensors");
+  SafetensorsFile ours = read_safetensors(s.file("l.safetensors"));
+  for (const char* key : {"masks", "low_res_masks", "iou_predictions", "object_score_logits"}) {
+    const Tensor& g = golden.tensors.at(std::string("p1_point.mm.") + key);
+    const Tensor& o = ours.tensors.at(key);
+    ASSERT_EQ(o.shape(), g.shape()) << key;
+    EXPECT_LE(compare_tensors(o, g).max_abs_err, 1e-4) << key;
+  }
+  // --out holds the best (highest predicted IoU) mask; the golden PNG stacks all three.
+  RgbImage mask = decode_image_file(s.file("mask.png"));
+  RgbImage stacked = decode_image_file(fixtures_dir() + "/micro/masks/p1_point.mm.png");
+  ASSERT_EQ(mask.width, 288);
+  ASSERT_EQ(mask.height, 112);
+  const Tensor& logits = golden.tensors.at("p1_point.mm.masks");
+  const int best = 2;  // prompts.json best_index
+  int64_t differing = 0;
+  for (int64_t i = 0; i < 112 * 288; ++i) {
+    const uint8_t expected = stacked.pixels[static_cast<size_t>((best * 112 * 288 + i) * 3)];
+    if (mask.pixels[static_cast<size_t>(i * 3)] != expected && std::fabs(logits[best * 112 * 288 + i]) > 1e-4) {
+      ++differing;
+    }
+  }
+  EXPECT_EQ(differing, 0);
+  EXPECT_TRUE(std::filesystem::exists(s.file("o.png")));
+  const std::string json = read_text(s.file("r.json"));
+  EXPECT_NE(json.find("\"iou\""), std::string::npos);
+  EXPECT_NE(json.find("\"object_score_logit\""), std::string::npos);
+}
+
+TEST(Cli, EncodeThenSegmentWithFeaturesMatchesDirectRun) {
+  ScratchDir s("features");
+  CliResult r = run_cli({"encode", "--model", micro_pt(), "--config", micro_yaml(), "--image", micro_image(), "--out",
+                         s.file("f.safetensors"), "--decoder-ready", "--pos-enc"},
+                        s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The encode output is the golden's own naming, so compare can check it directly.
+  r = run_cli({"compare", s.file("f.safetensors"), fixtures_dir() + "/micro/golden.safetensors"}, s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("neck.level2"), std::string::npos);
+  EXPECT_NE(r.out.find("image_embed"), std::string::npos);
+  r = run_cli({"compare", s.file("f.safetensors"), fixtures_dir() + "/micro/golden.safetensors", "--keys", "nope"}, s);
+  EXPECT_EQ(r.exit_code, 1);
+
+  r = run_cli(micro_segment(s, {"--box", "80,15,140,65", "--features", s.file("f.safetensors"), "--logits",
+                                s.file("a.safetensors")}),
+              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_segment(s, {"--box", "80,15,140,65", "--logits", s.file("b.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SafetensorsFile a = read_safetensors(s.file("a.safetensors"));
+  SafetensorsFile b = read_safetensors(s.file("b.safetensors"));
+  EXPECT_EQ(compare_tensors(a.tensors.at("masks"), b.tensors.at("masks")).max_abs_err, 0.0);
+
+  // The features belong to a 288x112 photo: another photo is refused.
+  r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image",
+               fixtures_dir() + "/images/chelsea.png", "--features", s.file("f.safetensors"), "--point", "5,5",
+               "--out", s.file("m.png")},
+              s);
+  expect_error(r, "belongs to a 288x112 image");
+}
+
+TEST(Cli, MaskInputFromEarlierLogitsReproducesGolden) {
+  ScratchDir s("maskinput");
+  CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "--multimask", "--logits", s.file("p1.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_segment(s, {"--point", "203,55", "--multimask", "--mask-input", s.file("p1.safetensors"),
+                                "--logits", s.file("p5.safetensors")}),
+              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SafetensorsFile golden = read_safetensors(fixtures_dir() + "/micro/golden.safetensors");
+  SafetensorsFile ours = read_safetensors(s.file("p5.safetensors"));
+  EXPECT_LE(compare_tensors(ours.tensors.at("masks"), golden.tensors.at("p5_point_mask.mm.masks")).max_abs_err, 1e-4);
+  write_safetensors(s.file("wrong.safetensors"), {{"m", Tensor({1, 32, 32})}}, {});
+  expect_error(run_cli(micro_segment(s, {"--point", "203,55", "--mask-input", s.file("wrong.safetensors")}), s),
+               "expected [1, 64, 64]");
+}
+
+}  // namespace
+}  // namespace sam2rt::testing

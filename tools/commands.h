@@ -9,5 +9,6 @@ namespace sam2rt::cli {
 void register_encode(CLI::App& app);
 void register_segment(CLI::App& app);
 void register_compare(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace sam2rt::cli

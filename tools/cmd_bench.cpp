@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -92,7 +93,6 @@ struct BenchCommand {
     const std::vector<Prompt> prompts = grid_prompts(batch, image.width, image.height);
     const int decoder_runs = std::max(runs, 20);
     const TimingStats decoder = time_runs(warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); });
-    std::vector<double> per_prompt;
     const TimingStats batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
     auto scale = [&](TimingStats s) {
       const double k = 1.0 / static_cast<double>(batch);

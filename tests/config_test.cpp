@@ -91,7 +91,7 @@ TEST(Config, ManifestCoversEveryImagePathModule) {
     prompt += s.key.rfind("sam_prompt_encoder.", 0) == 0;
     decoder += s.key.rfind("sam_mask_decoder.", 0) == 0;
   }
-  EXPECT_EQ(trunk, 3 + 12 * 12 + 3 * 2);  // pos embeds + patch embed bias, 12 params/block, 3 q-pool projections
+  EXPECT_EQ(trunk, 4 + 12 * 12 + 3 * 2);  // 2 pos embeds + patch embed, 12 params per block, 3 q-pool projections
   EXPECT_EQ(neck, 8);
   EXPECT_GT(prompt, 10);
   EXPECT_GT(decoder, 100);

@@ -10,5 +10,6 @@ void register_encode(CLI::App& app);
 void register_segment(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace sam2rt::cli

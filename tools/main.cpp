@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sam2rt::cli::register_segment(app);
   sam2rt::cli::register_compare(app);
   sam2rt::cli::register_bench(app);
+  sam2rt::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

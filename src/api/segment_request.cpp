@@ -1,0 +1,209 @@
+#include "api/segment_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/png_writer.h"
+
+namespace sam2rt {
+
+namespace {
+
+using nlohmann::json;
+
+std::string number_text(double value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
+}
+
+// A finite JSON number; `what` names it in the error ("points[2][0]").
+float finite_number(const json& value, const std::string& what) {
+  if (!value.is_number()) throw Error(what + " must be a number, got " + value.dump());
+  const double v = value.get<double>();
+  if (!std::isfinite(v) || std::fabs(v) > 1e30) throw Error(what + " must be a finite number, got " + value.dump());
+  return static_cast<float>(v);
+}
+
+void check_inside(float x, float y, int width, int height, const std::string& what) {
+  if (x < 0 || y < 0 || x > static_cast<float>(width) || y > static_cast<float>(height)) {
+    throw Error(what + " (" + number_text(x) + ", " + number_text(y) + ") is outside the " + std::to_string(width) +
+                "x" + std::to_string(height) + " image");
+  }
+}
+
+PointPrompt parse_point(const json& item, size_t index, int width, int height) {
+  const std::string what = "points[" + std::to_string(index) + "]";
+  if (!item.is_array() || item.size() != 3) throw Error(what + " must be [x, y, label], got " + item.dump());
+  PointPrompt point;
+  point.x = finite_number(item[0], what + "[0]");
+  point.y = finite_number(item[1], what + "[1]");
+  const float label = finite_number(item[2], what + "[2]");
+  if (label != 0.0f && label != 1.0f) {
+    throw Error(what + ": label " + item[2].dump() + " must be 1 (object) or 0 (background)");
+  }
+  point.label = static_cast<int>(label);
+  check_inside(point.x, point.y, width, height, what);
+  return point;
+}
+
+std::array<float, 4> parse_box(const json& item, int width, int height) {
+  if (!item.is_array() || item.size() != 4) throw Error("box must be [x0, y0, x1, y1], got " + item.dump());
+  std::array<float, 4> box{};
+  for (size_t i = 0; i < 4; ++i) box[i] = finite_number(item[i], "box[" + std::to_string(i) + "]");
+  if (box[2] < box[0] || box[3] < box[1]) {
+    throw Error("box " + item.dump() + " has x1 < x0 or y1 < y0; give the top-left corner first");
+  }
+  check_inside(box[0], box[1], width, height, "box corner");
+  check_inside(box[2], box[3], width, height, "box corner");
+  return box;
+}
+
+json parse_object(std::string_view body) {
+  json request;
+  try {
+    request = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw Error("request body is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+  }
+  if (!request.is_object()) throw Error("request body must be a JSON object, got " + std::string(request.type_name()));
+  return request;
+}
+
+struct MaskStats {
+  int64_t area = 0;
+  json bbox = nullptr;
+};
+
+MaskStats mask_stats(const std::vector<uint8_t>& mask, int width, int height) {
+  MaskStats stats;
+  int x0 = width, y0 = height, x1 = -1, y1 = -1;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = mask.data() + static_cast<size_t>(y) * static_cast<size_t>(width);
+    for (int x = 0; x < width; ++x) {
+      if (!row[x]) continue;
+      ++stats.area;
+      x0 = std::min(x0, x);
+      x1 = std::max(x1, x);
+      y0 = std::min(y0, y);
+      y1 = std::max(y1, y);
+    }
+  }
+  if (stats.area) stats.bbox = json::array({x0, y0, x1 + 1, y1 + 1});
+  return stats;
+}
+
+}  // namespace
+
+SegmentRequest parse_segment_request(std::string_view body, int image_width, int image_height,
+                                     const SegmentLimits& limits) {
+  const json request = parse_object(body);
+  SegmentRequest result;
+  for (const auto& [key, value] : request.items()) {
+    if (key == "points") {
+      if (!value.is_array()) throw Error("points must be an array of [x, y, label], got " + value.dump());
+      if (value.size() > static_cast<size_t>(limits.max_points)) {
+        throw Error("too many points: " + std::to_string(value.size()) + ", at most " +
+                    std::to_string(limits.max_points) + " per request");
+      }
+      for (size_t i = 0; i < value.size(); ++i) {
+        result.prompt.points.push_back(parse_point(value[i], i, image_width, image_height));
+      }
+    } else if (key == "box") {
+      if (!value.is_null()) result.prompt.box = parse_box(value, image_width, image_height);
+    } else if (key == "multimask") {
+      if (!value.is_boolean()) throw Error("multimask must be true or false, got " + value.dump());
+      result.multimask = value.get<bool>();
+    } else if (key == "format") {
+      if (value == "png") {
+        result.format = MaskFormat::png;
+      } else if (value == "rle") {
+        result.format = MaskFormat::rle;
+      } else {
+        throw Error("format must be \"png\" or \"rle\", got " + value.dump());
+      }
+    } else {
+      throw Error("unknown field \"" + key + "\" (expected points, box, multimask, format)");
+    }
+  }
+  if (result.prompt.points.empty() && !result.prompt.box) {
+    throw Error("no prompt: give at least one point in \"points\" or a \"box\"");
+  }
+  return result;
+}
+
+nlohmann::json mask_to_rle(const uint8_t* mask, int width, int height) {
+  json counts = json::array();
+  bool current = false;
+  int64_t run = 0;
+  for (int x = 0; x < width; ++x) {
+    for (int y = 0; y < height; ++y) {
+      const bool on = mask[static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x)] != 0;
+      if (on != current) {
+        counts.push_back(run);
+        run = 0;
+        current = on;
+      }
+      ++run;
+    }
+  }
+  counts.push_back(run);
+  return {{"size", {height, width}}, {"counts", std::move(counts)}};
+}
+
+std::string base64_encode(const std::vector<uint8_t>& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t{bytes[i]} << 16) | (uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest) {
+    const uint32_t v = (uint32_t{bytes[i]} << 16) | (rest == 2 ? uint32_t{bytes[i + 1]} << 8 : 0u);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+nlohmann::json segment_response(const MaskPrediction& prediction, float mask_threshold, MaskFormat format,
+                                double decode_ms) {
+  const Tensor& logits = prediction.masks;
+  const int height = static_cast<int>(logits.dim(1));
+  const int width = static_cast<int>(logits.dim(2));
+  const size_t plane = static_cast<size_t>(width) * static_cast<size_t>(height);
+  json masks = json::array();
+  std::vector<uint8_t> mask(plane);
+  for (int64_t m = 0; m < logits.dim(0); ++m) {
+    const float* plane_logits = logits.data() + static_cast<size_t>(m) * plane;
+    for (size_t i = 0; i < plane; ++i) mask[i] = plane_logits[i] > mask_threshold ? 255 : 0;
+    const MaskStats stats = mask_stats(mask, width, height);
+    json entry = {{"iou", prediction.iou_predictions[static_cast<size_t>(m)]},
+                  {"area", stats.area},
+                  {"bbox", stats.bbox}};
+    if (format == MaskFormat::png) {
+      entry["png_base64"] = base64_encode(encode_png_gray8(mask.data(), width, height));
+    } else {
+      entry["rle"] = mask_to_rle(mask.data(), width, height);
+    }
+    masks.push_back(std::move(entry));
+  }
+  const auto& ious = prediction.iou_predictions;
+  const auto best = std::max_element(ious.begin(), ious.end()) - ious.begin();
+  return {{"masks", std::move(masks)},
+          {"best", best},
+          {"object_score", prediction.object_score_logit},
+          {"decode_ms", decode_ms}};
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,614 @@
+// `sam2rt serve`: the request/response JSON, the image cache, and the real
+// binary's HTTP API on a free loopback port (micro model on synthetic weights,
+// so encoding takes milliseconds).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/image_cache.h"
+#include "api/predictor.h"
+#include "api/segment_request.h"
+#include "core/error.h"
+#include "io/image.h"
+#include "test_paths.h"
+
+namespace sam2rt {
+namespace {
+
+using nlohmann::json;
+
+std::string micro_config() { return testing::fixtures_dir() + "/micro/sam2.1_micro.yaml"; }
+std::string chelsea_path() { return testing::fixtures_dir() + "/images/chelsea_288x112.png"; }
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::shared_ptr<const Sam2Model> micro_model() {
+  static const auto model = [] {
+    ModelSource source;
+    source.synthetic_salt = 0;
+    source.config_path = micro_config();
+    return Sam2Model::load(source);
+  }();
+  return model;
+}
+
+std::vector<uint8_t> base64_decode(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::vector<uint8_t> out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    const int v = value(c);
+    if (v < 0) break;
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<uint8_t>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
+// A PNG mask of the API as 0/1 per pixel (row-major).
+std::vector<uint8_t> png_mask(const std::string& png_base64, int width, int height) {
+  const std::vector<uint8_t> png = base64_decode(png_base64);
+  const RgbImage image = decode_image_bytes(png.data(), png.size(), "mask");
+  EXPECT_EQ(image.width, width);
+  EXPECT_EQ(image.height, height);
+  std::vector<uint8_t> mask(static_cast<size_t>(width) * height);
+  for (size_t i = 0; i < mask.size() && 3 * i < image.pixels.size(); ++i) mask[i] = image.pixels[3 * i] > 127;
+  return mask;
+}
+
+// COCO uncompressed RLE (column-major, zeros first) back to a row-major 0/1 mask.
+std::vector<uint8_t> rle_mask(const json& rle) {
+  const int height = rle["size"][0], width = rle["size"][1];
+  std::vector<uint8_t> mask(static_cast<size_t>(width) * height);
+  int64_t position = 0;
+  uint8_t value = 0;
+  for (const auto& count : rle["counts"]) {
+    for (int64_t k = 0; k < count.get<int64_t>(); ++k, ++position) {
+      const int64_t x = position / height, y = position % height;
+      mask[static_cast<size_t>(y * width + x)] = value;
+    }
+    value ^= 1;
+  }
+  EXPECT_EQ(position, int64_t{width} * height);
+  return mask;
+}
+
+std::vector<uint8_t> threshold(const Tensor& masks, int64_t index, float at) {
+  const int64_t plane = masks.dim(1) * masks.dim(2);
+  std::vector<uint8_t> out(static_cast<size_t>(plane));
+  for (int64_t i = 0; i < plane; ++i) out[static_cast<size_t>(i)] = masks.data()[index * plane + i] > at;
+  return out;
+}
+
+int64_t count_on(const std::vector<uint8_t>& mask) {
+  int64_t n = 0;
+  for (uint8_t v : mask) n += v != 0;
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Request parsing and response building, without a server.
+
+TEST(ServeApiRequest, ParsesPointsBoxAndOptions) {
+  const SegmentRequest r = parse_segment_request(
+      R"({"points": [[10, 20.5, 1], [0, 112, 0]], "box": [1, 2, 287, 111], "multimask": true, "format": "rle"})",
+      288, 112);
+  ASSERT_EQ(r.prompt.points.size(), 2u);
+  EXPECT_FLOAT_EQ(r.prompt.points[0].x, 10.0f);
+  EXPECT_FLOAT_EQ(r.prompt.points[0].y, 20.5f);
+  EXPECT_EQ(r.prompt.points[0].label, 1);
+  EXPECT_EQ(r.prompt.points[1].label, 0);
+  ASSERT_TRUE(r.prompt.box.has_value());
+  EXPECT_FLOAT_EQ((*r.prompt.box)[2], 287.0f);
+  EXPECT_TRUE(r.multimask);
+  EXPECT_EQ(r.format, MaskFormat::rle);
+
+  const SegmentRequest defaults = parse_segment_request(R"({"box": [0, 0, 288, 112], "points": []})", 288, 112);
+  EXPECT_FALSE(defaults.multimask);
+  EXPECT_EQ(defaults.format, MaskFormat::png);
+  EXPECT_TRUE(defaults.prompt.points.empty());
+  EXPECT_TRUE(parse_segment_request(R"({"points": [[1, 1, 1]], "box": null})", 288, 112).prompt.box == std::nullopt);
+}
+
+TEST(ServeApiRequest, RejectsEveryMalformedRequestWithANamedReason) {
+  std::string too_many = R"({"points": [)";
+  for (int i = 0; i < 65; ++i) too_many += std::string(i ? "," : "") + "[1, 1, 1]";
+  too_many += "]}";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not valid JSON"},
+      {"", "not valid JSON"},
+      {"[1, 2]", "must be a JSON object"},
+      {"{}", "no prompt"},
+      {R"({"multimask": true})", "no prompt"},
+      {R"({"points": []})", "no prompt"},
+      {R"({"points": [[NaN, 1, 1]]})", "not valid JSON"},
+      {R"({"points": [[1e999, 1, 1]]})", "finite"},
+      {R"({"points": [["1", 1, 1]]})", "points[0][0] must be a number"},
+      {R"({"points": [[1, 1, 7]]})", "label 7"},
+      {R"({"points": [[1, 1, 0.5]]})", "label 0.5"},
+      {R"({"points": [[1, 1]]})", "points[0] must be [x, y, label]"},
+      {R"({"points": [[300, 10, 1]]})", "outside the 288x112 image"},
+      {R"({"points": [[-1, 10, 1]]})", "outside"},
+      {R"({"points": {"x": 1}})", "points must be an array"},
+      {R"({"box": [100, 10, 50, 20]})", "x1 < x0"},
+      {R"({"box": [10, 30, 50, 20]})", "x1 < x0 or y1 < y0"},
+      {R"({"box": [0, 0, 50]})", "box must be [x0, y0, x1, y1]"},
+      {R"({"box": [0, 0, 500, 50]})", "outside"},
+      {R"({"points": [[1, 1, 1]], "multimask": "yes"})", "multimask must be true or false"},
+      {R"({"points": [[1, 1, 1]], "format": "jpg"})", "format must be"},
+      {R"({"point": [[1, 1, 1]]})", "unknown field \"point\""},
+      {too_many, "too many points: 65"},
+  };
+  for (const auto& [body, expected] : cases) {
+    try {
+      parse_segment_request(body, 288, 112);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+          << "body " << body << "\n  message: " << e.what() << "\n  expected to contain: " << expected;
+    }
+  }
+}
+
+TEST(ServeApiRequest, RleIsColumnMajorAndStartsWithZeros) {
+  // 3 wide, 2 high; row-major:
+  //   0 1 1
+  //   0 0 1
+  const std::vector<uint8_t> mask = {0, 255, 255, 0, 0, 255};
+  const json rle = mask_to_rle(mask.data(), 3, 2);
+  EXPECT_EQ(rle["size"], json::array({2, 3}));
+  // Column-major pixels: 0 0 | 1 0 | 1 1 -> runs 2 zeros, 1 one, 1 zero, 2 ones.
+  EXPECT_EQ(rle["counts"], json::array({2, 1, 1, 2}));
+  const std::vector<uint8_t> full(6, 1);
+  EXPECT_EQ(mask_to_rle(full.data(), 3, 2)["counts"], json::array({0, 6}));
+  const std::vector<uint8_t> empty(6, 0);
+  EXPECT_EQ(mask_to_rle(empty.data(), 3, 2)["counts"], json::array({6}));
+}
+
+TEST(ServeApiRequest, Base64MatchesRfc4648Vectors) {
+  auto encode = [](const std::string& s) { return base64_encode(std::vector<uint8_t>(s.begin(), s.end())); };
+  EXPECT_EQ(encode(""), "");
+  EXPECT_EQ(encode("f"), "Zg==");
+  EXPECT_EQ(encode("fo"), "Zm8=");
+  EXPECT_EQ(encode("foo"), "Zm9v");
+  EXPECT_EQ(encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode({0xff, 0xfe, 0x00}), "//4A");
+}
+
+TEST(ServeApiRequest, ResponseDescribesEveryMaskOfThePrediction) {
+  MaskPrediction prediction;
+  prediction.masks = Tensor({2, 2, 3});
+  // Mask 0: pixels (x=1, y=0) and (x=2, y=1); mask 1: empty.
+  prediction.masks[1] = 5.0f;
+  prediction.masks[5] = 0.5f;
+  prediction.masks[6 + 0] = -1.0f;
+  prediction.iou_predictions = {0.25f, 0.75f};
+  prediction.object_score_logit = 3.5f;
+  const json png = segment_response(prediction, 0.0f, MaskFormat::png, 1.5);
+  ASSERT_EQ(png["masks"].size(), 2u);
+  EXPECT_EQ(png["best"], 1);
+  EXPECT_FLOAT_EQ(png["object_score"].get<float>(), 3.5f);
+  EXPECT_DOUBLE_EQ(png["decode_ms"].get<double>(), 1.5);
+  EXPECT_FLOAT_EQ(png["masks"][0]["iou"].get<float>(), 0.25f);
+  EXPECT_EQ(png["masks"][0]["area"], 2);
+  EXPECT_EQ(png["masks"][0]["bbox"], json::array({1, 0, 3, 2}));
+  EXPECT_EQ(png_mask(png["masks"][0]["png_base64"], 3, 2), (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(png["masks"][1]["area"], 0);
+  EXPECT_TRUE(png["masks"][1]["bbox"].is_null());
+  EXPECT_FALSE(png["masks"][0].contains("rle"));
+
+  const json rle = segment_response(prediction, 0.0f, MaskFormat::rle, 1.5);
+  EXPECT_FALSE(rle["masks"][0].contains("png_base64"));
+  EXPECT_EQ(rle_mask(rle["masks"][0]["rle"]), (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
+}
+
+// ---------------------------------------------------------------------------
+// The image cache.
+
+std::shared_ptr<const Predictor> predictor_with_features(int width, int height) {
+  auto model = micro_model();
+  const ModelConfig& c = model->config();
+  const int64_t d = c.embed_dim(), e = c.image_embedding_size();
+  auto predictor = std::make_shared<Predictor>(model);
+  predictor->set_features(
+      DecoderFeatures{Tensor({1, d, e, e}), Tensor({1, d / 4, 2 * e, 2 * e}), Tensor({1, d / 8, 4 * e, 4 * e})},
+      width, height);
+  return predictor;
+}
+
+TEST(ServeApiCache, EvictsTheLeastRecentlyUsedImageBeyondTheBudget) {
+  const auto a = predictor_with_features(10, 10);
+  const int64_t entry = ImageCache::charge(*a);
+  ASSERT_GT(entry, 0);
+  ImageCache cache(entry * 2 + entry / 2);
+  const std::string id_a = cache.insert(a);
+  const std::string id_b = cache.insert(predictor_with_features(20, 20));
+  EXPECT_NE(id_a, id_b);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.bytes(), 2 * entry);
+  ASSERT_EQ(cache.find(id_a), a);  // a is now the most recently used
+  const std::string id_c = cache.insert(predictor_with_features(30, 30));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.find(id_b), nullptr);
+  ASSERT_NE(cache.find(id_a), nullptr);
+  ASSERT_NE(cache.find(id_c), nullptr);
+  EXPECT_EQ(cache.find(id_c)->orig_width(), 30);
+  EXPECT_TRUE(cache.erase(id_a));
+  EXPECT_FALSE(cache.erase(id_a));
+  EXPECT_EQ(cache.find(id_a), nullptr);
+  EXPECT_EQ(cache.bytes(), entry);
+}
+
+TEST(ServeApiCache, KeepsTheNewestImageEvenWhenItAloneExceedsTheBudget) {
+  ImageCache cache(1);
+  const std::string first = cache.insert(predictor_with_features(10, 10));
+  const std::string second = cache.insert(predictor_with_features(10, 10));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.find(first), nullptr);
+  EXPECT_NE(cache.find(second), nullptr);
+  EXPECT_THROW(ImageCache(0), Error);
+  EXPECT_THROW(cache.insert(std::make_shared<Predictor>(micro_model())), Error);
+}
+
+// ---------------------------------------------------------------------------
+// The real `sam2rt serve` binary.
+
+// Starts `sam2rt serve --port 0 ...`, reads the URL from its first stdout line
+// and stops it with SIGTERM.
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> extra_args = {}, int port = 0) {
+    std::vector<std::string> args = {testing::cli_path(), "serve", "--port", std::to_string(port), "--synthetic-weights", "0",
+                                     "--config", micro_config()};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    int out[2];
+    if (pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_fd_ = out[0];
+    url_ = read_first_line(std::chrono::seconds(120));
+    std::smatch match;
+    if (std::regex_match(url_, match, std::regex(R"(http://127\.0\.0\.1:(\d+)/)"))) port_ = std::stoi(match[1]);
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) stop();
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+  }
+
+  // SIGTERM, then the exit status (-1 if it had to be killed after 30 s).
+  int stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 3000; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+  }
+
+  const std::string& url() const { return url_; }
+  int port() const { return port_; }
+  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    c.set_write_timeout(60, 0);
+    return c;
+  }
+
+ private:
+  std::string read_first_line(std::chrono::seconds timeout) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{stdout_fd_, POLLIN, 0};
+      if (poll(&fd, 1, 100) <= 0) continue;
+      char c;
+      if (read(stdout_fd_, &c, 1) != 1) break;
+      if (c == '\n') return line;
+      line += c;
+    }
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string url_;
+  int port_ = 0;
+};
+
+class ServeApiHttp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_GT(server_->port(), 0) << "no URL line from sam2rt serve, got '" << server_->url() << "'";
+  }
+
+  static json upload_chelsea(httplib::Client& client) {
+    const auto res = client.Post("/v1/images", read_bytes(chelsea_path()), "image/png");
+    if (!res || res->status != 201) {
+      ADD_FAILURE() << "upload failed: " << (res ? res->status : -1) << " " << (res ? res->body : "");
+      return json();
+    }
+    return json::parse(res->body);
+  }
+
+  static json segment(httplib::Client& client, const std::string& id, const json& request, int expected_status = 200) {
+    const auto res = client.Post("/v1/images/" + id + "/segment", request.dump(), "application/json");
+    if (!res) {
+      ADD_FAILURE() << "no response: " << httplib::to_string(res.error());
+      return json();
+    }
+    EXPECT_EQ(res->status, expected_status) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    return json::parse(res->body);
+  }
+
+  static ServerProcess* server_;
+};
+
+ServerProcess* ServeApiHttp::server_ = nullptr;
+
+TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
+  EXPECT_TRUE(std::regex_match(server_->url(), std::regex(R"(http://127\.0\.0\.1:\d+/)"))) << server_->url();
+  auto client = server_->client();
+  const auto page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<canvas id=\"mask\">"), std::string::npos);
+  const auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  const json body = json::parse(health->body);
+  EXPECT_EQ(body["status"], "ok");
+  EXPECT_EQ(body["synthetic_weights"], true);
+}
+
+TEST_F(ServeApiHttp, UploadsOnceAndSegmentsWithPointsBoxMultimaskPngAndRle) {
+  auto client = server_->client();
+  const json image = upload_chelsea(client);
+  ASSERT_TRUE(image.contains("id"));
+  EXPECT_EQ(image["width"], 288);
+  EXPECT_EQ(image["height"], 112);
+  EXPECT_GE(image["encode_ms"].get<double>(), 0.0);
+  const std::string id = image["id"];
+
+  // The same prompts run in-process must give the same masks.
+  Predictor reference(micro_model());
+  reference.set_image(decode_image_file(chelsea_path()));
+  const float at = micro_model()->config().mask_threshold;
+
+  struct Case {
+    json request;
+    Prompt prompt;
+    bool multimask;
+  };
+  const std::vector<Case> cases = {
+      {{{"points", {{100, 50, 1}}}, {"multimask", true}}, Prompt{{{100, 50, 1}}, std::nullopt, {}}, true},
+      {{{"points", {{100, 50, 1}, {200, 30, 0}}}}, Prompt{{{100, 50, 1}, {200, 30, 0}}, std::nullopt, {}}, false},
+      {{{"box", {40, 10, 250, 100}}}, Prompt{{}, std::array<float, 4>{40, 10, 250, 100}, {}}, false},
+      {{{"points", {{120.5, 60.25, 1}}}, {"box", {40, 10, 250, 100}}, {"multimask", true}},
+       Prompt{{{120.5f, 60.25f, 1}}, std::array<float, 4>{40, 10, 250, 100}, {}},
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.request.dump());
+    const MaskPrediction expected = reference.predict(c.prompt, c.multimask);
+    json png_request = c.request, rle_request = c.request;
+    rle_request["format"] = "rle";
+    const json png = segment(client, id, png_request);
+    const json rle = segment(client, id, rle_request);
+    ASSERT_EQ(png["masks"].size(), static_cast<size_t>(expected.masks.dim(0)));
+    ASSERT_EQ(rle["masks"].size(), png["masks"].size());
+    EXPECT_EQ(png["masks"].size(), c.multimask ? 3u : 1u);
+    EXPECT_FLOAT_EQ(png["object_score"].get<float>(), expected.object_score_logit);
+    EXPECT_GE(png["decode_ms"].get<double>(), 0.0);
+    for (size_t m = 0; m < png["masks"].size(); ++m) {
+      const json& entry = png["masks"][m];
+      const std::vector<uint8_t> want = threshold(expected.masks, static_cast<int64_t>(m), at);
+      const std::vector<uint8_t> from_png = png_mask(entry["png_base64"], 288, 112);
+      EXPECT_EQ(from_png, want) << "mask " << m;
+      EXPECT_EQ(rle_mask(rle["masks"][m]["rle"]), want) << "mask " << m;
+      EXPECT_EQ(entry["area"].get<int64_t>(), count_on(want));
+      EXPECT_FLOAT_EQ(entry["iou"].get<float>(), expected.iou_predictions[m]);
+      EXPECT_TRUE(entry["bbox"].is_array() || entry["area"] == 0);
+    }
+  }
+}
+
+TEST_F(ServeApiHttp, EightConcurrentClientsGetFiftyAnswersEachWithoutErrors) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const json request = {{"points", {{150, 60, 1}}}, {"multimask", true}, {"format", "rle"}};
+  const json reference = segment(client, id, request);
+  std::atomic<int> errors{0}, different{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      auto own = server_->client();
+      for (int i = 0; i < 50; ++i) {
+        const auto res = own.Post("/v1/images/" + id + "/segment", request.dump(), "application/json");
+        if (!res || res->status != 200) {
+          ++errors;
+          continue;
+        }
+        const json body = json::parse(res->body);
+        if (body["masks"] != reference["masks"]) ++different;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(different.load(), 0);
+}
+
+TEST_F(ServeApiHttp, BadRequestsGetA4xxJsonErrorAndTheServerKeepsServing) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const std::string segment_path = "/v1/images/" + id + "/segment";
+  std::string too_many = R"({"points": [)";
+  for (int i = 0; i < 65; ++i) too_many += std::string(i ? "," : "") + "[1, 1, 1]";
+  too_many += "]}";
+  const std::string png = read_bytes(chelsea_path());
+
+  struct Case {
+    std::string method, path, body;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"POST", segment_path, "{", 400},
+      {"POST", segment_path, "", 400},
+      {"POST", segment_path, "{}", 400},
+      {"POST", segment_path, R"({"multimask": true})", 400},
+      {"POST", segment_path, R"({"points": [[NaN, 1, 1]]})", 400},
+      {"POST", segment_path, R"({"points": [[1e999, 1, 1]]})", 400},
+      {"POST", segment_path, R"({"points": [[1, 1, 7]]})", 400},
+      {"POST", segment_path, R"({"points": [[289, 1, 1]]})", 400},
+      {"POST", segment_path, R"({"points": [[1, 113, 1]]})", 400},
+      {"POST", segment_path, R"({"box": [100, 10, 50, 20]})", 400},
+      {"POST", segment_path, too_many, 400},
+      {"POST", segment_path, R"({"points": [[1, 1, 1]], "format": "gif"})", 400},
+      {"POST", "/v1/images/0123456789abcdef0123456789abcdef/segment", R"({"points": [[1, 1, 1]]})", 404},
+      {"POST", "/v1/images/not-an-id/segment", R"({"points": [[1, 1, 1]]})", 404},
+      {"DELETE", "/v1/images/0123456789abcdef0123456789abcdef", "", 404},
+      {"POST", "/v1/images", std::string(51 * 1024 * 1024, '\0'), 413},
+      {"POST", "/v1/images", "this is not an image", 400},
+      {"POST", "/v1/images", "", 400},
+      {"POST", "/v1/images", png.substr(0, png.size() / 2), 400},
+      {"GET", "/v1/images", "", 405},
+      {"GET", segment_path, "", 405},
+      {"PUT", segment_path, "{}", 405},
+      {"POST", "/healthz", "", 405},
+      {"DELETE", "/", "", 405},
+      {"GET", "/no/such/page", "", 404},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.path + " " + c.body.substr(0, 60));
+    httplib::Result res = c.method == "GET"      ? client.Get(c.path)
+                          : c.method == "DELETE" ? client.Delete(c.path)
+                          : c.method == "PUT"    ? client.Put(c.path, c.body, "application/json")
+                                                 : client.Post(c.path, c.body, "application/octet-stream");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    json body;
+    ASSERT_NO_THROW(body = json::parse(res->body)) << res->body;
+    ASSERT_TRUE(body.contains("error") && body["error"].is_string()) << res->body;
+    EXPECT_FALSE(body["error"].get<std::string>().empty());
+  }
+
+  EXPECT_TRUE(server_->alive());
+  const auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  const json ok = segment(client, id, {{"points", {{1, 1, 1}}}});
+  EXPECT_EQ(ok["masks"].size(), 1u);
+}
+
+TEST_F(ServeApiHttp, DeleteForgetsTheImage) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const auto deleted = client.Delete("/v1/images/" + id);
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->status, 200);
+  const json gone = segment(client, id, {{"points", {{1, 1, 1}}}}, 404);
+  EXPECT_NE(gone["error"].get<std::string>().find("unknown image id"), std::string::npos);
+  const auto again = client.Delete("/v1/images/" + id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 404);
+}
+
+TEST(ServeApiProcess, EvictsOldImagesWhenTheCacheIsFullAndStopsCleanlyOnSigterm) {
+  ServerProcess server({"--cache-mb", "1"});
+  ASSERT_GT(server.port(), 0) << server.url();
+  auto client = server.client();
+  const std::string png = read_bytes(chelsea_path());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    const auto res = client.Post("/v1/images", png, "image/png");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 201) << res->body;
+    ids.push_back(json::parse(res->body)["id"]);
+  }
+  const int64_t entry = ImageCache::charge(*predictor_with_features(288, 112));
+  const size_t fit = std::max<int64_t>(1, (1024 * 1024) / entry);
+  const std::string body = R"({"points": [[10, 10, 1]]})";
+  const auto newest = client.Post("/v1/images/" + ids.back() + "/segment", body, "application/json");
+  ASSERT_TRUE(newest);
+  EXPECT_EQ(newest->status, 200);
+  if (fit < ids.size()) {
+    const auto oldest = client.Post("/v1/images/" + ids.front() + "/segment", body, "application/json");
+    ASSERT_TRUE(oldest);
+    EXPECT_EQ(oldest->status, 404);
+  }
+  const json health = json::parse(client.Get("/healthz")->body);
+  EXPECT_EQ(health["images"].get<size_t>(), std::min(fit, ids.size()));
+  EXPECT_LE(health["cache_bytes"].get<int64_t>(), std::max<int64_t>(entry, 1024 * 1024));
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServeApiProcess, RefusesAPortInUse) {
+  ServerProcess first;
+  ASSERT_GT(first.port(), 0);
+  ServerProcess second({}, first.port());
+  EXPECT_EQ(second.port(), 0);
+  EXPECT_EQ(second.stop(), 1);
+}
+
+}  // namespace
+}  // namespace sam2rt

@@ -1,0 +1,364 @@
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "api/image_cache.h"
+#include "api/predictor.h"
+#include "api/segment_request.h"
+#include "api/web_page.h"
+#include "commands.h"
+#include "core/error.h"
+#include "model_options.h"
+
+namespace sam2rt::cli {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kHttpThreads = 16;
+constexpr int64_t kMiB = 1024 * 1024;
+
+// A failure with its own HTTP status; sam2rt::Error from parsing, decoding or
+// validation is a 400.
+class HttpError : public std::runtime_error {
+ public:
+  HttpError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
+  int status;
+};
+
+void reply_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(body.dump(), "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& message) {
+  reply_json(res, status, {{"error", message}});
+}
+
+// Encoding is the expensive step: at most `running` at once, and at most
+// `waiting` uploads queued behind them; the rest are told to retry (503).
+class EncodeGate {
+ public:
+  EncodeGate(int running, int waiting) : max_running_(running), max_waiting_(waiting) {}
+
+  class Slot {
+   public:
+    explicit Slot(EncodeGate& gate) : gate_(gate) {}
+    ~Slot() { gate_.leave(); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+
+   private:
+    EncodeGate& gate_;
+  };
+
+  std::unique_ptr<Slot> enter() {
+    std::unique_lock lock(mutex_);
+    if (running_ >= max_running_ && waiting_ >= max_waiting_) {
+      throw HttpError(503, "busy: " + std::to_string(waiting_) + " images are already waiting to be encoded; retry later");
+    }
+    ++waiting_;
+    freed_.wait(lock, [this] { return running_ < max_running_; });
+    --waiting_;
+    ++running_;
+    return std::make_unique<Slot>(*this);
+  }
+
+ private:
+  void leave() {
+    {
+      std::lock_guard lock(mutex_);
+      --running_;
+    }
+    freed_.notify_one();
+  }
+
+  const int max_running_, max_waiting_;
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int running_ = 0, waiting_ = 0;
+};
+
+struct ServeOptions {
+  ModelOptions model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int64_t cache_mb = 2048;
+  int64_t max_upload_mb = 50;
+  int max_points = 64;
+  int concurrent_encodes = 1;
+  int queued_encodes = 8;
+};
+
+// The HTTP API of `sam2rt serve` (documented in docs/SERVE.md) over one model.
+class SegmentServer {
+ public:
+  SegmentServer(const ServeOptions& options, std::shared_ptr<const Sam2Model> model)
+      : options_(options),
+        model_(std::move(model)),
+        cache_(options.cache_mb * kMiB),
+        encodes_(options.concurrent_encodes, options.queued_encodes) {}
+
+  void add_routes(httplib::Server& server) {
+    server.set_payload_max_length(static_cast<size_t>(options_.max_upload_mb * kMiB));
+    server.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const httplib::Request& req, httplib::Response& res) { return describe_bare_error(req, res); }));
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      reply_error(res, 500, "internal error");
+    });
+
+    server.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(web_page_html()), "text/html; charset=utf-8");
+    }));
+    server.Get("/healthz", guarded([this](const httplib::Request&, httplib::Response& res) { health(res); }));
+    server.Post("/v1/images", guarded([this](const httplib::Request& req, httplib::Response& res) { upload(req, res); }));
+    server.Post(kSegmentPath,
+                guarded([this](const httplib::Request& req, httplib::Response& res) { segment(req, res); }));
+    server.Delete(kImagePath, guarded([this](const httplib::Request& req, httplib::Response& res) { remove(req, res); }));
+
+    refuse_other_methods(server, "/", "GET");
+    refuse_other_methods(server, "/healthz", "GET");
+    refuse_other_methods(server, "/v1/images", "POST");
+    refuse_other_methods(server, kSegmentPath, "POST");
+    refuse_other_methods(server, kImagePath, "DELETE");
+  }
+
+ private:
+  static constexpr const char* kImagePath = R"(/v1/images/([^/]+))";
+  static constexpr const char* kSegmentPath = R"(/v1/images/([^/]+)/segment)";
+
+  // Every handler answers a JSON error instead of letting an exception escape.
+  template <typename Handler>
+  httplib::Server::Handler guarded(Handler handler) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      // OpenMP thread counts are per thread; the HTTP workers do not inherit --threads.
+      if (options_.model.threads > 0) omp_set_num_threads(options_.model.threads);
+      try {
+        handler(req, res);
+      } catch (const HttpError& e) {
+        reply_error(res, e.status, e.what());
+      } catch (const Error& e) {
+        reply_error(res, 400, e.what());
+      } catch (const std::bad_alloc&) {
+        reply_error(res, 503, "out of memory; try a smaller image or a smaller --cache-mb");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "serve: internal error on %s %s: %s\n", req.method.c_str(), req.path.c_str(), e.what());
+        reply_error(res, 500, std::string("internal error: ") + e.what());
+      }
+    };
+  }
+
+  void refuse_other_methods(httplib::Server& server, const std::string& pattern, const std::string& allowed) {
+    auto refuse = [allowed](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allowed);
+      reply_error(res, 405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed);
+    };
+    if (allowed != "GET") server.Get(pattern, refuse);
+    if (allowed != "POST") server.Post(pattern, refuse);
+    if (allowed != "DELETE") server.Delete(pattern, refuse);
+    server.Put(pattern, refuse);
+    server.Patch(pattern, refuse);
+  }
+
+  // Responses httplib produced itself (no route, oversized or malformed request)
+  // get a JSON body like ours.
+  httplib::Server::HandlerResponse describe_bare_error(const httplib::Request& req, httplib::Response& res) const {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    switch (res.status) {
+      case 404: message = "no such endpoint: " + req.method + " " + req.path; break;
+      case 413:
+        // httplib caps form-encoded bodies (curl -d's default type) at 8 KB.
+        message = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
+                      ? "form-encoded body too large: send images with Content-Type: application/octet-stream "
+                        "(or image/png, image/jpeg)"
+                      : "request too large: uploads are limited to " + std::to_string(options_.max_upload_mb) +
+                            " MB (--max-upload-mb)";
+        break;
+      case 400: message = "malformed HTTP request"; break;
+      default: message = "request failed with HTTP status " + std::to_string(res.status); break;
+    }
+    reply_error(res, res.status, message);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  static HttpError unknown_image(const std::string& id) {
+    return HttpError(404, "unknown image id '" + id.substr(0, 64) +
+                              "': upload the image with POST /v1/images (ids are dropped by DELETE, when the cache "
+                              "is full, and when the server restarts)");
+  }
+
+  void health(httplib::Response& res) const {
+    reply_json(res, 200,
+               {{"status", "ok"},
+                {"model", options_.model.source().describe()},
+                {"synthetic_weights", !options_.model.synthetic_salt.empty()},
+                {"images", cache_.size()},
+                {"cache_bytes", cache_.bytes()},
+                {"cache_budget_bytes", cache_.budget()}});
+  }
+
+  void upload(const httplib::Request& req, httplib::Response& res) {
+    if (req.body.empty()) throw HttpError(400, "empty upload: send the image file's bytes (PNG or JPEG) as the body");
+    if (static_cast<int64_t>(req.body.size()) > options_.max_upload_mb * kMiB) {
+      throw HttpError(413, "upload too large: " + std::to_string(req.body.size()) + " bytes, at most " +
+                               std::to_string(options_.max_upload_mb) + " MB (--max-upload-mb)");
+    }
+    const auto slot = encodes_.enter();
+    const RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size(),
+                                              "uploaded image", options_.model.max_image_pixels);
+    const auto start = std::chrono::steady_clock::now();
+    Predictor encoder(model_);
+    encoder.set_image(image);
+    const double encode_ms = milliseconds_since(start);
+    // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
+    auto cached = std::make_shared<Predictor>(model_);
+    cached->set_features(encoder.features(), image.width, image.height);
+    const std::string id = cache_.insert(std::move(cached));
+    std::fprintf(stderr, "serve: image %s (%dx%d) encoded in %.0f ms; %zu cached\n", id.c_str(), image.width,
+                 image.height, encode_ms, cache_.size());
+    res.set_header("Location", "/v1/images/" + id);
+    reply_json(res, 201, {{"id", id}, {"width", image.width}, {"height", image.height}, {"encode_ms", encode_ms}});
+  }
+
+  void segment(const httplib::Request& req, httplib::Response& res) {
+    const auto predictor = cache_.find(req.matches[1]);
+    if (!predictor) throw unknown_image(req.matches[1]);
+    const SegmentRequest request = parse_segment_request(req.body, predictor->orig_width(), predictor->orig_height(),
+                                                         SegmentLimits{options_.max_points});
+    const auto start = std::chrono::steady_clock::now();
+    const MaskPrediction prediction = predictor->predict(request.prompt, request.multimask);
+    const double decode_ms = milliseconds_since(start);
+    reply_json(res, 200, segment_response(prediction, model_->config().mask_threshold, request.format, decode_ms));
+  }
+
+  void remove(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!cache_.erase(id)) throw unknown_image(id);
+    reply_json(res, 200, {{"deleted", id}});
+  }
+
+  const ServeOptions& options_;
+  std::shared_ptr<const Sam2Model> model_;
+  ImageCache cache_;
+  EncodeGate encodes_;
+};
+
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1";
+}
+
+void serve(const ServeOptions& options) {
+  // SIGINT/SIGTERM stop the server cleanly; a dedicated thread waits for them so
+  // that no work happens inside a signal handler. SIGUSR1 releases that thread
+  // when the server has stopped.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);
+  // Blocked before any thread (OpenMP's included) starts, so every thread inherits it.
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto model = options.model.load();
+  SegmentServer api(options, model);
+  httplib::Server server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  // httplib's default adds SO_REUSEPORT, which would let a second server share a
+  // port that is in use instead of failing.
+  server.set_socket_options([](socket_t socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  api.add_routes(server);
+
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    throw Error("cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                ": the address is in use or not available here; pick another --port (0 = any free port) or --host");
+  }
+  if (!is_loopback(options.host)) {
+    std::fprintf(stderr, "warning: listening on %s: anyone who can reach this address can use the server "
+                         "(it has no authentication)\n", options.host.c_str());
+  }
+
+  std::atomic<bool> finished{false};
+  std::thread stopper([&server, &finished, stop_signals] {
+    for (;;) {
+      int signal_number = 0;
+      sigwait(&stop_signals, &signal_number);
+      if (finished) return;
+      if (signal_number == SIGUSR1) continue;
+      std::fprintf(stderr, "serve: stopping (signal %d)\n", signal_number);
+      // stop() only affects a server that is already listening.
+      while (!server.is_running() && !finished) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      server.stop();
+    }
+  });
+
+  std::printf("http://%s:%d/\n", url_host(options.host).c_str(), port);
+  std::fflush(stdout);
+  std::fprintf(stderr, "serve: open the URL above in a browser; Ctrl+C stops the server\n");
+  const bool listened = server.listen_after_bind();
+  finished = true;
+  pthread_kill(stopper.native_handle(), SIGUSR1);
+  stopper.join();
+  if (!listened) throw Error("the server stopped unexpectedly on " + options.host + ":" + std::to_string(port));
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "serve",
+      "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
+      "click (object), right-click or shift+click (background) or drag (box) to see the mask, plus the JSON API the "
+      "page uses (docs/SERVE.md). Prints the URL as its first line of output.");
+  options->model.add_to(*sub);
+  sub->add_option("--host", options->host, "address to listen on; anything but loopback exposes the server")
+      ->default_val("127.0.0.1");
+  sub->add_option("--port", options->port, "TCP port; 0 picks a free one (the URL line shows which)")
+      ->default_val(8080)
+      ->check(CLI::Range(0, 65535));
+  sub->add_option("--cache-mb", options->cache_mb,
+                  "memory for encoded images; the least recently used are dropped beyond it")
+      ->default_val(2048)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  sub->add_option("--max-upload-mb", options->max_upload_mb, "largest accepted request body (larger: HTTP 413)")
+      ->default_val(50)
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  sub->add_option("--max-points", options->max_points, "most points in one segment request")
+      ->default_val(64)
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--concurrent-encodes", options->concurrent_encodes,
+                  "images encoded at the same time (each uses all --threads)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 64));
+  sub->callback([options] { serve(*options); });
+}
+
+}  // namespace sam2rt::cli

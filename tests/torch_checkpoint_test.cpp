@@ -269,6 +269,7 @@ TEST(TorchCheckpoint, GathersStridedAndOffsetTensors) {
       {"expanded", "FloatStorage", "0", 24, 5, {2, 3, 2}, {0, 4, 1}},
       {"sliced", "FloatStorage", "0", 24, 2, {2, 2}, {12, 2}},
       {"offset", "FloatStorage", "0", 24, 7, {1, 5}, {99, 1}},  // size-1 dims may have any stride
+      {"repeated", "FloatStorage", "0", 24, 0, {5, 24}, {0, 1}},  // more elements than the storage
   };
   ScratchDir dir;
   const Bytes pickle = torch_pickle(tensors, Layout::kModelDict, false);
@@ -427,6 +428,11 @@ TEST(TorchCheckpoint, RefusesTensorsOutsideTheirStorage) {
   huge_shape.sizes = {int64_t{1} << 40, int64_t{1} << 40};
   huge_shape.strides = {0, 0};
   load_with(huge_shape, float_bytes(iota_floats(6)), "implausibly large shape");
+
+  TensorRecord expanded = simple_tensor();
+  expanded.sizes = {int64_t{1} << 15, int64_t{1} << 15};
+  expanded.strides = {0, 0};
+  load_with(expanded, float_bytes(iota_floats(6)), "repeats its storage of 6 elements into shape [32768, 32768]");
 }
 
 TEST(TorchCheckpoint, RefusesZipProblemsInCheckpoints) {

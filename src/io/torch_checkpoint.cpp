@@ -16,6 +16,10 @@ namespace {
 // 16 Gi elements (64 GiB as float32): far above any SAM 2.1 tensor, and it
 // keeps every element count below overflow.
 constexpr int64_t kMaxTensorElements = int64_t{1} << 34;
+// A tensor with zero strides (an expanded view) can claim many more elements
+// than its storage holds; copying it out is allowed up to 1 GiB of float32, so
+// a hostile file cannot make the loader allocate without bound.
+constexpr int64_t kMaxExpandedElements = int64_t{1} << 28;
 
 class CheckpointReader {
  public:
@@ -78,7 +82,7 @@ class CheckpointReader {
       const PickleObject& key = graph_[top.items[i]];
       if (key.kind == PickleKind::kString && key.text == "model") model = &graph_[top.items[i + 1]];
     }
-    if (!model) return top;
+    if (!model || model->kind == PickleKind::kTensor) return top;  // a bare state dict may have a tensor "model"
     if (model->kind != PickleKind::kDict) fail("entry \"model\" is not a state dict");
     return *model;
   }
@@ -109,6 +113,10 @@ class CheckpointReader {
       numel *= d;
     }
     if (numel == 0) return Tensor(sizes);
+    if (numel > kMaxExpandedElements && static_cast<uint64_t>(numel) > storage_numel) {
+      fail(named + " repeats its storage of " + std::to_string(storage_numel) + " elements into shape " +
+           shape_to_string(sizes) + ", more than the loader copies out");
+    }
 
     // The last element addressed must lie within the storage.
     const uint64_t offset = static_cast<uint64_t>(tensor.integer);

@@ -1,7 +1,6 @@
 #include "model/sam_heads.h"
 
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <cmath>
 #include <string>
@@ -21,33 +20,10 @@ using testing::vector_tensor;
 constexpr double kLogitTolerance = 1e-4;
 constexpr double kScoreTolerance = 1e-5;
 
-struct GrayImage {
-  int width = 0, height = 0;
-  std::vector<uint8_t> pixels;
-};
-
-GrayImage read_gray_png(const std::string& path) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  GrayImage out;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) {
-    ADD_FAILURE() << "cannot read " << path << ": " << image.message;
-    return out;
-  }
-  image.format = PNG_FORMAT_GRAY;
-  out.width = static_cast<int>(image.width);
-  out.height = static_cast<int>(image.height);
-  out.pixels.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr)) {
-    ADD_FAILURE() << "cannot decode " << path << ": " << image.message;
-  }
-  return out;
-}
-
 // Thresholded masks (logit > 0) must equal the golden PNG except where the golden
 // logit itself is within the logit tolerance of 0.
 void expect_thresholded_masks_match(const Tensor& masks, const Tensor& golden_logits, const std::string& png_path) {
-  const GrayImage png = read_gray_png(png_path);
+  const testing::PngImage png = testing::read_png(png_path, 1);
   const int64_t m = masks.dim(0), h = masks.dim(1), w = masks.dim(2);
   ASSERT_EQ(png.width, w);
   ASSERT_EQ(png.height, m * h);
@@ -115,6 +91,7 @@ TEST(MaskDecoderMicro, BatchEqualsOneByOne) {
   const auto& c = micro_decoder_case();
   const SamHeads heads(c.config, c.weights);
   // Mixed token counts (2, 3, 3, 4, 2), a duplicate and a mask-only prompt force grouping and reordering.
+  // Batched GEMMs block differently, so agreement is to the golden tolerances, not bit for bit.
   std::vector<Prompt> prompts;
   for (const auto& g : c.prompts) prompts.push_back(g.prompt);
   prompts.push_back(c.prompts[1].prompt);
@@ -128,10 +105,10 @@ TEST(MaskDecoderMicro, BatchEqualsOneByOne) {
       SCOPED_TRACE("prompt " + std::to_string(i) + (multimask ? " mm" : " sm"));
       const MaskPrediction single = heads.predict(c.features, prompts[i], multimask, c.orig_w, c.orig_h);
       EXPECT_EQ(batch[i].token_indices, single.token_indices);
-      EXPECT_LE(max_abs_error(batch[i].masks, single.masks), 1e-5);
-      EXPECT_LE(max_abs_error(batch[i].low_res_masks, single.low_res_masks), 1e-5);
-      EXPECT_LE(max_abs_error(vector_tensor(batch[i].iou_predictions), vector_tensor(single.iou_predictions)), 1e-6);
-      EXPECT_NEAR(batch[i].object_score_logit, single.object_score_logit, 1e-6);
+      EXPECT_LE(max_abs_error(batch[i].masks, single.masks), kLogitTolerance);
+      EXPECT_LE(max_abs_error(batch[i].low_res_masks, single.low_res_masks), kLogitTolerance);
+      EXPECT_LE(max_abs_error(vector_tensor(batch[i].iou_predictions), vector_tensor(single.iou_predictions)), kScoreTolerance);
+      EXPECT_NEAR(batch[i].object_score_logit, single.object_score_logit, kScoreTolerance);
     }
   }
 }

@@ -36,8 +36,11 @@ Tensor channels_first(const Tensor& x, int64_t h, int64_t w) {
 
 // x [B, ...] += feature [1, ...] broadcast over the batch.
 void add_broadcast_inplace(Tensor& x, const Tensor& feature) {
-  const int64_t per_item = feature.numel();
-  for (int64_t i = 0; i < x.numel(); ++i) x[i] += feature[i % per_item];
+  const int64_t per_item = feature.numel(), batch = x.numel() / per_item;
+  for (int64_t b = 0; b < batch; ++b) {
+    float* out = x.data() + b * per_item;
+    for (int64_t i = 0; i < per_item; ++i) out[i] += feature[i];
+  }
 }
 
 // Token t of every batch element: [B, T, C] -> [B, C].

@@ -33,8 +33,9 @@ class SamHeads {
  public:
   SamHeads(const ModelConfig& config, const WeightMap& weights);
 
-  // get_dense_pe(), [1, C, E, E]; computed once at construction.
-  Tensor dense_pe() const { return dense_pe_; }
+  // get_dense_pe(), [1, C, E, E]; computed once at construction, handed out as a
+  // copy so callers cannot alter the cached encoding.
+  Tensor dense_pe() const { return dense_pe_.clone(); }
 
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
   MaskPrediction predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,

@@ -20,9 +20,13 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 // x [B, N, C] + pe [1, N, C] broadcast over the batch.
 Tensor add_position(const Tensor& x, const Tensor& pe) {
-  const int64_t per_item = pe.numel();
+  const int64_t per_item = pe.numel(), batch = x.numel() / per_item;
   Tensor y(x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i) y[i] = x[i] + pe[i % per_item];
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* in = x.data() + b * per_item;
+    float* out = y.data() + b * per_item;
+    for (int64_t i = 0; i < per_item; ++i) out[i] = in[i] + pe[i];
+  }
   return y;
 }
 

@@ -23,10 +23,11 @@ inline Agreement agreement(const Tensor& actual, const Tensor& expected) {
     dot += x * y;
     na += x * x;
     nb += y * y;
-    worst = std::max(worst, std::fabs(x - y));
+    const double err = std::fabs(x - y);
+    worst = std::isnan(err) ? INFINITY : std::max(worst, err);
   }
   a.one_minus_cos = (na == 0.0 && nb == 0.0) ? 0.0 : 1.0 - dot / std::sqrt(na * nb);
-  a.max_abs_err = std::isnan(worst) ? INFINITY : worst;
+  a.max_abs_err = worst;
   return a;
 }
 

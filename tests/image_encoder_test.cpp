@@ -4,14 +4,22 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 
 #include "core/error.h"
 #include "feature_compare.h"
+#include "io/image.h"
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/preprocess.h"
 #include "model/synthetic_weights.h"
 #include "test_paths.h"
 
@@ -80,6 +88,74 @@ TEST(ImageEncoderMicro, RejectsWrongInputAndMissingWeights) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("image_encoder.trunk.blocks.3.proj.weight"), std::string::npos) << e.what();
   }
+}
+
+struct Moments {
+  double mean = 0.0, std = 0.0, l2 = 0.0;
+};
+
+Moments moments(const Tensor& t) {
+  double sum = 0.0, squares = 0.0;
+  for (float v : t) {
+    sum += v;
+    squares += static_cast<double>(v) * v;
+  }
+  Moments m;
+  m.mean = sum / static_cast<double>(t.numel());
+  double centred = 0.0;
+  for (float v : t) centred += (v - m.mean) * (v - m.mean);
+  m.std = std::sqrt(centred / static_cast<double>(t.numel()));
+  m.l2 = std::sqrt(squares);
+  return m;
+}
+
+void expect_relative(double actual, double expected, const std::string& what) {
+  EXPECT_LE(std::fabs(actual - expected), 1e-4 * std::fabs(expected)) << what << ": " << actual << " vs " << expected;
+}
+
+// Case tiny of the fixtures: the official Tiny architecture at 1024 on the
+// preprocessed astronaut. Every stored encoder key (full or decimated) must match,
+// and the full tensors' mean/std/l2 must match stats.json. Slow in debug builds.
+TEST(TinyEncoder, MatchesOfficialGoldens) {
+  const std::string dir = testing::fixtures_dir();
+  const ModelConfig config = preset_config("tiny");
+  const ImageEncoder encoder(config, synthetic_weights(config, 0));
+  const SafetensorsFile golden = read_safetensors(dir + "/tiny/golden.safetensors");
+  std::ifstream stats_file(dir + "/tiny/stats.json");
+  ASSERT_TRUE(stats_file.good());
+  const nlohmann::json stats = nlohmann::json::parse(stats_file);
+
+  const Tensor input = preprocess_image(decode_image_file(dir + "/images/astronaut.png"), config.image_size);
+  expect_matches_golden("input.dec32", testing::decimate(input, 32), golden.tensors.at("input.dec32"));
+
+  const auto start = std::chrono::steady_clock::now();
+  const EncoderOutputs out = encoder.encode(input, {.position_encodings = true});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  tiny encode at 1024 (position encodings included): %.2f s\n", seconds);
+
+  const std::map<std::string, Tensor> named = by_golden_key(out);
+  ASSERT_EQ(named.size(), 14u);
+  int compared = 0;
+  for (const auto& [key, tensor] : named) {
+    const auto& entry = stats.at(key);
+    const std::string stored = entry.at("stored_as");
+    const int64_t step = entry.at("dec");
+    ASSERT_EQ(tensor.shape(), entry.at("shape").get<Shape>()) << key;
+    expect_matches_golden(stored, step == 1 ? tensor : testing::decimate(tensor, step), golden.tensors.at(stored));
+    const Moments m = moments(tensor);
+    expect_relative(m.mean, entry.at("mean"), key + " mean");
+    expect_relative(m.std, entry.at("std"), key + " std");
+    expect_relative(m.l2, entry.at("l2"), key + " l2");
+    ++compared;
+  }
+  // Every encoder key of the golden file was one of ours.
+  int stored_encoder_keys = 0;
+  for (const auto& [key, tensor] : golden.tensors) {
+    for (const auto& [name, unused] : named) {
+      if (key == name || key.rfind(name + ".dec", 0) == 0) ++stored_encoder_keys;
+    }
+  }
+  EXPECT_EQ(stored_encoder_keys, compared);
 }
 
 // Every official preset at its real width and depth, with the image size cut to

@@ -27,7 +27,7 @@ std::vector<Tensor> FpnNeck::forward(const std::vector<Tensor>& stages) const {
   std::vector<Tensor> levels(stages.size());
   Tensor previous;
   for (int level = last; level >= 0; --level) {
-    const LinearWeights& conv = laterals_[static_cast<size_t>(last - level)];
+    const WeightAndBias& conv = laterals_[static_cast<size_t>(last - level)];
     Tensor lateral = conv1x1_hwc(stages[static_cast<size_t>(level)], conv.weight, conv.bias);
     const bool top_down = std::find(top_down_levels_.begin(), top_down_levels_.end(), level) != top_down_levels_.end();
     if (top_down && !previous.empty()) add_inplace(lateral, upsample_nearest2x_hwc(previous));

@@ -22,7 +22,7 @@ class FpnNeck {
   std::vector<Tensor> forward(const std::vector<Tensor>& stages) const;
 
  private:
-  std::vector<LinearWeights> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
+  std::vector<WeightAndBias> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
   std::vector<int> top_down_levels_;
 };
 

@@ -21,13 +21,13 @@ namespace {
 
 constexpr float kHieraNormEps = 1e-6f;
 
-Tensor layer_norm(const Tensor& x, const LinearWeights& norm) {
+Tensor layer_norm(const Tensor& x, const WeightAndBias& norm) {
   return sam2rt::layer_norm(x, norm.weight, norm.bias, kHieraNormEps);
 }
 
-Tensor linear(const Tensor& x, const LinearWeights& layer) { return sam2rt::linear(x, layer.weight, layer.bias); }
+Tensor linear(const Tensor& x, const WeightAndBias& layer) { return sam2rt::linear(x, layer.weight, layer.bias); }
 
-LinearWeights read_layer(const WeightMap& weights, const std::string& prefix) {
+WeightAndBias read_layer(const WeightMap& weights, const std::string& prefix) {
   return {weights.at(prefix + ".weight"), weights.at(prefix + ".bias")};
 }
 
@@ -192,7 +192,7 @@ HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights)
 Tensor HieraTrunk::embed(const Tensor& image) const {
   // PatchEmbed: conv 7x7, stride 4, padding 3.
   Tensor x = conv2d_to_hwc(image, patch_embed_.weight, patch_embed_.bias, 4, 3);
-  if (x.numel() != position_embedding_.numel()) {
+  if (x.shape() != position_embedding_.shape()) {
     throw Error("Hiera: image " + shape_to_string(image.shape()) + " gives patch grid " +
                 shape_to_string(x.shape()) + " but the model was built for " +
                 shape_to_string(position_embedding_.shape()));

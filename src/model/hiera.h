@@ -25,13 +25,14 @@ std::vector<HieraBlockSpec> hiera_block_specs(const HieraConfig& config);
 // Indices of the last block of each stage (Hiera.stage_ends).
 std::vector<int> hiera_stage_ends(const HieraConfig& config);
 
-struct LinearWeights {
+// The two parameters of a Linear, Conv2d or LayerNorm layer.
+struct WeightAndBias {
   Tensor weight, bias;
 };
 
 struct HieraBlockWeights {
-  LinearWeights norm1, qkv, attn_proj, norm2, mlp_in, mlp_out;
-  LinearWeights proj;  // residual projection; only when dim != dim_out
+  WeightAndBias norm1, qkv, attn_proj, norm2, mlp_in, mlp_out;
+  WeightAndBias proj;  // residual projection; only when dim != dim_out
 };
 
 // One MultiScaleBlock on a token-major map x [H, W, dim] -> [H', W', dim_out].
@@ -56,7 +57,7 @@ class HieraTrunk {
   std::vector<HieraBlockSpec> specs_;
   std::vector<HieraBlockWeights> blocks_;
   std::vector<int> stage_ends_;
-  LinearWeights patch_embed_;
+  WeightAndBias patch_embed_;
   Tensor position_embedding_;  // [S/4, S/4, C0]
 };
 

@@ -22,7 +22,7 @@ const ModelConfig& checked(const ModelConfig& config, const WeightMap& weights) 
   return config;
 }
 
-LinearWeights read_conv(const WeightMap& weights, const std::string& prefix) {
+WeightAndBias read_conv(const WeightMap& weights, const std::string& prefix) {
   return {weights.at(prefix + ".weight"), weights.at(prefix + ".bias")};
 }
 

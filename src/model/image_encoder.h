@@ -40,7 +40,7 @@ class ImageEncoder {
   ModelConfig config_;
   HieraTrunk trunk_;
   FpnNeck neck_;
-  LinearWeights conv_s0_, conv_s1_;
+  WeightAndBias conv_s0_, conv_s1_;
   Tensor no_mem_embed_;  // [d_model]
 };
 

@@ -307,5 +307,38 @@ TEST(Cli, MaskInputFromEarlierLogitsReproducesGolden) {
                "expected [1, 64, 64]");
 }
 
+// Issue acceptance: one tiny prompt end to end from the photo, through the CLI.
+TEST(CliTiny, BoxAndPointFromPhotoMatchesGolden) {
+  ScratchDir s("tinyseg");
+  CliResult r = run_cli({"segment", "--synthetic-weights", "0", "--variant", "tiny", "--image",
+                         fixtures_dir() + "/images/astronaut.png", "--box", "71,22.75,426.75,493.75", "--point",
+                         "361,251.5", "--out", s.file("mask.png"), "--logits", s.file("l.safetensors")},
+                        s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SafetensorsFile golden = read_safetensors(fixtures_dir() + "/tiny/golden.safetensors");
+  SafetensorsFile ours = read_safetensors(s.file("l.safetensors"));
+  const Tensor& logits = ours.tensors.at("masks");
+  ASSERT_EQ(logits.shape(), (Shape{1, 512, 512}));
+  EXPECT_LE(compare_tensors(decimate(logits, 8), golden.tensors.at("p4_box_point.sm.masks.dec8")).max_abs_err, 1e-4);
+  EXPECT_LE(compare_tensors(ours.tensors.at("iou_predictions"), golden.tensors.at("p4_box_point.sm.iou_predictions"))
+                .max_abs_err,
+            1e-5);
+  RgbImage mask = decode_image_file(s.file("mask.png"));
+  RgbImage expected = decode_image_file(fixtures_dir() + "/tiny/masks/p4_box_point.sm.png");
+  ASSERT_EQ(mask.pixels.size(), expected.pixels.size());
+  // The golden logits are stored decimated, so pixels are exempt where our own
+  // logit is within 2e-4 of 0 (covering every golden logit within 1e-4 of 0).
+  int64_t differing = 0, exempt = 0;
+  for (int64_t i = 0; i < 512 * 512; ++i) {
+    if (mask.pixels[static_cast<size_t>(i * 3)] == expected.pixels[static_cast<size_t>(i * 3)]) continue;
+    if (std::fabs(logits[i]) <= 2e-4) {
+      ++exempt;
+    } else {
+      ++differing;
+    }
+  }
+  EXPECT_EQ(differing, 0) << exempt << " pixels exempt";
+}
+
 }  // namespace
 }  // namespace sam2rt::testing

@@ -19,8 +19,15 @@ struct CliResult {
 
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q.append("'\\''");
+    } else {
+      q.push_back(c);
+    }
+  }
+  q.push_back('\'');
+  return q;
 }
 
 inline std::string read_text(const std::filesystem::path& path) {
@@ -49,9 +56,12 @@ class ScratchDir {
 // Runs the sam2rt binary with the given arguments; stdout and stderr captured separately.
 inline CliResult run_cli(const std::vector<std::string>& args, const ScratchDir& scratch) {
   std::string command = shell_quote(cli_path());
-  for (const auto& a : args) command += " " + shell_quote(a);
+  for (const auto& a : args) {
+    command.push_back(' ');
+    command.append(shell_quote(a));
+  }
   const std::string out_file = scratch.file("stdout.txt"), err_file = scratch.file("stderr.txt");
-  command += " >" + shell_quote(out_file) + " 2>" + shell_quote(err_file);
+  command.append(" >").append(shell_quote(out_file)).append(" 2>").append(shell_quote(err_file));
   const int status = std::system(command.c_str());
   CliResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

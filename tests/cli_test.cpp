@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "cli_runner.h"
@@ -25,21 +26,42 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-// A PNG whose IHDR claims the given size; the pixel data is absent.
-std::string png_header_only(uint32_t width, uint32_t height) {
-  auto be32 = [](uint32_t v) {
-    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
+// A PNG whose IHDR claims the given size, followed by a tiny IDAT and IEND:
+// a decompression bomb in miniature.
+std::string png_claiming_size(uint32_t width, uint32_t height) {
+  auto append_be32 = [](std::string& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
   };
-  std::string ihdr = "IHDR" + be32(width) + be32(height) + std::string("\x08\x02\x00\x00\x00", 5);
-  const uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), ihdr.size()));
-  return std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + ihdr + be32(crc);
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  auto append_chunk = [&](const std::string& type_and_data) {
+    append_be32(png, static_cast<uint32_t>(type_and_data.size() - 4));
+    png.append(type_and_data);
+    append_be32(png, static_cast<uint32_t>(
+                         crc32(0, reinterpret_cast<const Bytef*>(type_and_data.data()), type_and_data.size())));
+  };
+  std::string ihdr = "IHDR";
+  append_be32(ihdr, width);
+  append_be32(ihdr, height);
+  ihdr.append("\x08\x02\x00\x00\x00", 5);
+  append_chunk(ihdr);
+  std::string zeros(1024, '\0');
+  std::string idat(compressBound(zeros.size()), '\0');
+  uLongf idat_size = idat.size();
+  compress(reinterpret_cast<Bytef*>(idat.data()), &idat_size, reinterpret_cast<const Bytef*>(zeros.data()),
+           zeros.size());
+  append_chunk("IDAT" + idat.substr(0, idat_size));
+  append_chunk("IEND");
+  return png;
 }
 
+// A failed run exits nonzero and ends with exactly one line "sam2rt: error: ..." naming the problem.
 void expect_error(const CliResult& r, const std::string& fragment) {
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr was: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "error should be one line: " << r.err;
+  const size_t start = r.err.find("sam2rt: error: ");
+  ASSERT_NE(start, std::string::npos) << "stderr was: " << r.err;
+  const std::string line = r.err.substr(start);
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << "error should be one final line: " << r.err;
+  EXPECT_NE(line.find(fragment), std::string::npos) << "stderr was: " << r.err;
 }
 
 std::vector<std::string> micro_segment(const ScratchDir& s, std::vector<std::string> extra) {
@@ -116,7 +138,7 @@ TEST(Cli, MissingKeyIsNamed) {
   expect_error(run_cli({"encode", "--model", s.file("w.safetensors"), "--config", micro_yaml(), "--image",
                         micro_image(), "--out", s.file("f.safetensors")},
                        s),
-               "missing key '" + key + "'");
+               "missing key '" + key);
 }
 
 TEST(Cli, WrongShapeNamesKeyAndBothShapes) {
@@ -173,12 +195,12 @@ TEST(Cli, NonImageIsRefused) {
 
 TEST(Cli, HugeImageIsRefusedBeforeDecoding) {
   ScratchDir s("huge");
-  write_bytes(s.file("bomb.png"), png_header_only(200000, 200000));
+  write_bytes(s.file("bomb.png"), png_claiming_size(200000, 200000));
   CliResult r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("bomb.png"),
                          "--point", "1,1", "--out", s.file("m.png")},
                         s);
   expect_error(r, "pixel");
-  write_bytes(s.file("big.png"), png_header_only(1000, 1000));
+  write_bytes(s.file("big.png"), png_claiming_size(1000, 1000));
   r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("big.png"),
                "--max-image-pixels", "999999", "--point", "1,1", "--out", s.file("m.png")},
               s);
@@ -283,6 +305,39 @@ TEST(Cli, MaskInputFromEarlierLogitsReproducesGolden) {
   write_safetensors(s.file("wrong.safetensors"), {{"m", Tensor({1, 32, 32})}}, {});
   expect_error(run_cli(micro_segment(s, {"--point", "203,55", "--mask-input", s.file("wrong.safetensors")}), s),
                "expected [1, 64, 64]");
+}
+
+// Issue acceptance: one tiny prompt end to end from the photo, through the CLI.
+TEST(CliTiny, BoxAndPointFromPhotoMatchesGolden) {
+  ScratchDir s("tinyseg");
+  CliResult r = run_cli({"segment", "--synthetic-weights", "0", "--variant", "tiny", "--image",
+                         fixtures_dir() + "/images/astronaut.png", "--box", "71,22.75,426.75,493.75", "--point",
+                         "361,251.5", "--out", s.file("mask.png"), "--logits", s.file("l.safetensors")},
+                        s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SafetensorsFile golden = read_safetensors(fixtures_dir() + "/tiny/golden.safetensors");
+  SafetensorsFile ours = read_safetensors(s.file("l.safetensors"));
+  const Tensor& logits = ours.tensors.at("masks");
+  ASSERT_EQ(logits.shape(), (Shape{1, 512, 512}));
+  EXPECT_LE(compare_tensors(decimate(logits, 8), golden.tensors.at("p4_box_point.sm.masks.dec8")).max_abs_err, 1e-4);
+  EXPECT_LE(compare_tensors(ours.tensors.at("iou_predictions"), golden.tensors.at("p4_box_point.sm.iou_predictions"))
+                .max_abs_err,
+            1e-5);
+  RgbImage mask = decode_image_file(s.file("mask.png"));
+  RgbImage expected = decode_image_file(fixtures_dir() + "/tiny/masks/p4_box_point.sm.png");
+  ASSERT_EQ(mask.pixels.size(), expected.pixels.size());
+  // The golden logits are stored decimated, so pixels are exempt where our own
+  // logit is within 2e-4 of 0 (covering every golden logit within 1e-4 of 0).
+  int64_t differing = 0, exempt = 0;
+  for (int64_t i = 0; i < 512 * 512; ++i) {
+    if (mask.pixels[static_cast<size_t>(i * 3)] == expected.pixels[static_cast<size_t>(i * 3)]) continue;
+    if (std::fabs(logits[i]) <= 2e-4) {
+      ++exempt;
+    } else {
+      ++differing;
+    }
+  }
+  EXPECT_EQ(differing, 0) << exempt << " pixels exempt";
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "io/image.h"
 #include "model/features.h"
 #include "model/image_encoder.h"
-#include "model/mask_decoder.h"
+#include "model/sam_heads.h"
 #include "model/prompt.h"
 
 namespace sam2rt {

@@ -6,7 +6,7 @@
 #include "core/weights.h"
 #include "model/config.h"
 #include "model/image_encoder.h"
-#include "model/mask_decoder.h"
+#include "model/sam_heads.h"
 
 namespace sam2rt {
 

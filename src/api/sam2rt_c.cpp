@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/predictor.h"
+#include "core/error.h"
 
 struct sam2rt_model {
   std::shared_ptr<const sam2rt::Sam2Model> model;

@@ -109,10 +109,15 @@ SafetensorsFile read_safetensors(const std::string& path) {
     throw Error(origin + ": header entry is missing dtype, shape or data_offsets, or has the wrong type");
   }
 
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < entries.size(); ++i) {
-    if (entries[i].begin < entries[i - 1].end) {
-      throw Error(origin + ": tensors '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
+  // Empty tensors occupy no bytes, so they may share an offset with anything.
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries) {
+    if (e.end > e.begin) by_offset.push_back(&e);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i]->begin < by_offset[i - 1]->end) {
+      throw Error(origin + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
     }
   }
 

@@ -1,0 +1,17 @@
+#pragma once
+
+#include "core/tensor.h"
+
+namespace sam2rt {
+
+// F.interpolate(x, (out_h, out_w), mode="bilinear", align_corners=False) over the
+// last two axes of x (any leading axes), float32 with PyTorch's CPU index and
+// weight rules (source = max(in/out * (dst + 0.5) - 0.5, 0) in double, float
+// weights, upper tap clamped to the border, row blend of the column blends), so
+// it agrees with torch's CPU float32 result to a few ulp.
+Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w);
+
+// Direct per-pixel evaluation in double (same float ratio), the fast path is tested against.
+Tensor bilinear_resize_reference(const Tensor& x, int64_t out_h, int64_t out_w);
+
+}  // namespace sam2rt

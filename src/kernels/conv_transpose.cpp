@@ -1,0 +1,71 @@
+#include "kernels/conv_transpose.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/gemm.h"
+
+namespace sam2rt {
+
+namespace {
+
+void check_shapes(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.rank() != 4 || weight.rank() != 4 || weight.dim(2) != 2 || weight.dim(3) != 2 ||
+      weight.dim(0) != x.dim(1) || (!bias.empty() && bias.numel() != weight.dim(1))) {
+    throw Error("conv_transpose_2x2_stride2: input " + shape_to_string(x.shape()) + " does not match weight " +
+                shape_to_string(weight.shape()));
+  }
+}
+
+}  // namespace
+
+Tensor conv_transpose_2x2_stride2(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_shapes(x, weight, bias);
+  const int64_t n = x.dim(0), cin = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t cout = weight.dim(1), hw = h * w, taps = cout * 4;
+  // A = weight^T as [Cout*4, Cin] so that taps x pixels = A @ x[n] (x[n] is [Cin, H*W]).
+  std::vector<float> weight_t(static_cast<size_t>(taps * cin));
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t t = 0; t < taps; ++t) weight_t[t * cin + c] = weight[c * taps + t];
+  std::vector<float> per_tap(static_cast<size_t>(taps * hw));
+  Tensor y({n, cout, 2 * h, 2 * w});
+  for (int64_t b = 0; b < n; ++b) {
+    gemm({.m = taps, .n = hw, .k = cin, .a = weight_t.data(), .lda = cin, .b = x.data() + b * cin * hw,
+          .ldb = hw, .b_transposed = false, .c = per_tap.data(), .ldc = hw});
+    float* out = y.data() + b * cout * 4 * hw;
+#pragma omp parallel for schedule(static) if (cout * hw > 65536)
+    for (int64_t o = 0; o < cout; ++o) {
+      const float bias_o = bias.empty() ? 0.0f : bias[o];
+      for (int64_t dy = 0; dy < 2; ++dy) {
+        for (int64_t dx = 0; dx < 2; ++dx) {
+          const float* src = per_tap.data() + (o * 4 + dy * 2 + dx) * hw;
+          for (int64_t i = 0; i < h; ++i) {
+            float* row = out + (o * 2 * h + 2 * i + dy) * 2 * w + dx;
+            for (int64_t j = 0; j < w; ++j) row[2 * j] = src[i * w + j] + bias_o;
+          }
+        }
+      }
+    }
+  }
+  return y;
+}
+
+Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_shapes(x, weight, bias);
+  const int64_t n = x.dim(0), cin = x.dim(1), h = x.dim(2), w = x.dim(3), cout = weight.dim(1);
+  Tensor y({n, cout, 2 * h, 2 * w});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t oy = 0; oy < 2 * h; ++oy)
+        for (int64_t ox = 0; ox < 2 * w; ++ox) {
+          double sum = bias.empty() ? 0.0 : bias[o];
+          for (int64_t c = 0; c < cin; ++c) {
+            sum += static_cast<double>(x[((b * cin + c) * h + oy / 2) * w + ox / 2]) *
+                   weight[((c * cout + o) * 2 + oy % 2) * 2 + ox % 2];
+          }
+          y[((b * cout + o) * 2 * h + oy) * 2 * w + ox] = static_cast<float>(sum);
+        }
+  return y;
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,88 @@
+#include "kernels/interpolate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+
+namespace sam2rt {
+
+namespace {
+
+constexpr double kCubicA = -0.75;
+
+// Keys' cubic convolution kernel for |x| <= 1 and 1 < |x| < 2 (torch's
+// cubic_convolution1 / cubic_convolution2).
+double cubic_near(double x) { return ((kCubicA + 2.0) * x - (kCubicA + 3.0)) * x * x + 1.0; }
+double cubic_far(double x) { return ((kCubicA * x - 5.0 * kCubicA) * x + 8.0 * kCubicA) * x - 4.0 * kCubicA; }
+
+struct CubicTaps {
+  std::array<int64_t, 4> index;
+  std::array<double, 4> weight;
+};
+
+std::vector<CubicTaps> cubic_taps(int64_t in, int64_t out) {
+  std::vector<CubicTaps> taps(static_cast<size_t>(out));
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const double source = (static_cast<double>(o) + 0.5) * scale - 0.5;
+    const double floor = std::floor(source);
+    const double t = std::clamp(source - floor, 0.0, 1.0);
+    CubicTaps& tap = taps[static_cast<size_t>(o)];
+    tap.weight = {cubic_far(t + 1.0), cubic_near(t), cubic_near(1.0 - t), cubic_far(2.0 - t)};
+    for (int64_t j = 0; j < 4; ++j) {
+      tap.index[static_cast<size_t>(j)] = std::clamp(static_cast<int64_t>(floor) - 1 + j, int64_t{0}, in - 1);
+    }
+  }
+  return taps;
+}
+
+}  // namespace
+
+Tensor resize_bicubic(const Tensor& nchw, int64_t out_h, int64_t out_w) {
+  if (nchw.rank() != 4) throw Error("resize_bicubic: expected NCHW, got " + shape_to_string(nchw.shape()));
+  if (out_h < 1 || out_w < 1) throw Error("resize_bicubic: output size must be positive");
+  const int64_t planes = nchw.dim(0) * nchw.dim(1), in_h = nchw.dim(2), in_w = nchw.dim(3);
+  const std::vector<CubicTaps> rows = cubic_taps(in_h, out_h);
+  const std::vector<CubicTaps> cols = cubic_taps(in_w, out_w);
+  Tensor out({nchw.dim(0), nchw.dim(1), out_h, out_w});
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* src = nchw.data() + p * in_h * in_w;
+    float* dst = out.data() + p * out_h * out_w;
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      const CubicTaps& ry = rows[static_cast<size_t>(oy)];
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const CubicTaps& rx = cols[static_cast<size_t>(ox)];
+        double sum = 0.0;
+        for (size_t i = 0; i < 4; ++i) {
+          const float* line = src + ry.index[i] * in_w;
+          double along_x = 0.0;
+          for (size_t j = 0; j < 4; ++j) along_x += rx.weight[j] * line[rx.index[j]];
+          sum += ry.weight[i] * along_x;
+        }
+        dst[oy * out_w + ox] = static_cast<float>(sum);
+      }
+    }
+  }
+  return out;
+}
+
+Tensor upsample_nearest2x_hwc(const Tensor& hwc) {
+  if (hwc.rank() != 3) throw Error("upsample_nearest2x: expected [H, W, C], got " + shape_to_string(hwc.shape()));
+  const int64_t h = hwc.dim(0), w = hwc.dim(1), c = hwc.dim(2);
+  Tensor out({2 * h, 2 * w, c});
+  const size_t bytes = static_cast<size_t>(c) * sizeof(float);
+#pragma omp parallel for schedule(static) if (out.numel() > (1 << 16))
+  for (int64_t oy = 0; oy < 2 * h; ++oy) {
+    for (int64_t ox = 0; ox < 2 * w; ++ox) {
+      std::memcpy(out.data() + (oy * 2 * w + ox) * c, hwc.data() + ((oy / 2) * w + ox / 2) * c, bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,44 @@
+#include "kernels/layout.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace sam2rt {
+
+namespace {
+
+// dst[j, i] = src[i, j] for a rows x cols matrix, in cache-sized tiles.
+void transpose(const float* src, float* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+#pragma omp parallel for collapse(2) schedule(static) if (rows * cols > (1 << 16))
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+    }
+  }
+}
+
+}  // namespace
+
+Tensor hwc_to_nchw(const Tensor& hwc) {
+  if (hwc.rank() != 3) throw Error("hwc_to_nchw: expected [H, W, C], got " + shape_to_string(hwc.shape()));
+  const int64_t h = hwc.dim(0), w = hwc.dim(1), c = hwc.dim(2);
+  Tensor out({1, c, h, w});
+  transpose(hwc.data(), out.data(), h * w, c);
+  return out;
+}
+
+Tensor nchw_to_hwc(const Tensor& nchw) {
+  if (nchw.rank() != 4 || nchw.dim(0) != 1) {
+    throw Error("nchw_to_hwc: expected [1, C, H, W], got " + shape_to_string(nchw.shape()));
+  }
+  const int64_t c = nchw.dim(1), h = nchw.dim(2), w = nchw.dim(3);
+  Tensor out({h, w, c});
+  transpose(nchw.data(), out.data(), c, h * w);
+  return out;
+}
+
+}  // namespace sam2rt

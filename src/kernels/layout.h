@@ -1,0 +1,12 @@
+#pragma once
+
+#include "core/tensor.h"
+
+namespace sam2rt {
+
+// Between the engine's token-major maps [H, W, C] (the official BHWC without B)
+// and the NCHW [1, C, H, W] layout of the public outputs.
+Tensor hwc_to_nchw(const Tensor& hwc);
+Tensor nchw_to_hwc(const Tensor& nchw);
+
+}  // namespace sam2rt

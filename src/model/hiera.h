@@ -1,0 +1,69 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/weights.h"
+#include "model/config.h"
+
+namespace sam2rt {
+
+// Shape of one MultiScaleBlock (sam2/modeling/backbones/hieradet.py).
+struct HieraBlockSpec {
+  int dim = 0;       // input width
+  int dim_out = 0;   // output width (2 * dim on a stage's first block)
+  int heads = 0;     // attention heads of the output width
+  int window = 0;    // window side on the block's INPUT grid; 0 = global attention
+  bool q_pool = false;  // 2x2 max-pool of q and of the residual (halves the grid)
+};
+
+// Every block's spec with the official one-block window lag: the first block of
+// stage s+1 still uses window_spec[s] (on the un-pooled grid).
+std::vector<HieraBlockSpec> hiera_block_specs(const HieraConfig& config);
+
+// Indices of the last block of each stage (Hiera.stage_ends).
+std::vector<int> hiera_stage_ends(const HieraConfig& config);
+
+// The two parameters of a Linear, Conv2d or LayerNorm layer.
+struct WeightAndBias {
+  Tensor weight, bias;
+};
+
+struct HieraBlockWeights {
+  WeightAndBias norm1, qkv, attn_proj, norm2, mlp_in, mlp_out;
+  WeightAndBias proj;  // residual projection; only when dim != dim_out
+};
+
+// One MultiScaleBlock on a token-major map x [H, W, dim] -> [H', W', dim_out].
+Tensor hiera_block(const Tensor& x, const HieraBlockSpec& spec, const HieraBlockWeights& weights);
+
+// The Hiera trunk of an image encoder at config.image_size.
+class HieraTrunk {
+ public:
+  // Reads the image_encoder.trunk.* weights (keeps shared handles, no copies) and
+  // precomputes the position embedding of the patch grid.
+  HieraTrunk(const ModelConfig& config, const WeightMap& weights);
+
+  // patch_embed(image) + position embedding: image [1, 3, S, S] -> [S/4, S/4, C0],
+  // the input of blocks[0].
+  Tensor embed(const Tensor& image) const;
+
+  // All blocks; returns the output of each stage's last block, token-major,
+  // highest resolution first (Hiera.forward, before its NCHW permute).
+  std::vector<Tensor> forward_blocks(const Tensor& embedded) const;
+
+ private:
+  std::vector<HieraBlockSpec> specs_;
+  std::vector<HieraBlockWeights> blocks_;
+  std::vector<int> stage_ends_;
+  WeightAndBias patch_embed_;
+  Tensor position_embedding_;  // [S/4, S/4, C0]
+};
+
+// Hiera._get_pos_embed: bicubic resize of pos_embed [1, C, h0, w0] to (h, w) plus
+// pos_embed_window [1, C, w0, w0] tiled over it -> token-major [h, w, C].
+Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
+                                int64_t width);
+
+}  // namespace sam2rt

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/weights.h"
+#include "model/config.h"
+#include "model/features.h"
+#include "model/fpn_neck.h"
+#include "model/hiera.h"
+
+namespace sam2rt {
+
+// Everything the image encoder computes, all NCHW with batch 1.
+struct EncoderOutputs {
+  Tensor patch_embed_pos;            // [1, C0, S/4, S/4]: input of trunk.blocks[0]
+  std::vector<Tensor> trunk_stages;  // 4 x Hiera.forward outputs, highest resolution first
+  std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
+  std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
+  DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
+};
+
+struct EncodeOptions {
+  bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
+};
+
+// SAM 2.1 image encoder (Hiera trunk + FPN neck) followed by what
+// SAM2ImagePredictor.set_image derives from it: conv_s0/conv_s1 of the mask
+// decoder on levels 0/1 and no_mem_embed added to level 2.
+class ImageEncoder {
+ public:
+  // Checks the weights against the config (throws Error naming the first bad
+  // key) and keeps shared handles to the ones it needs.
+  ImageEncoder(const ModelConfig& config, const WeightMap& weights);
+
+  // image: preprocessed [1, 3, S, S] with S = config.image_size.
+  EncoderOutputs encode(const Tensor& image, const EncodeOptions& options = {}) const;
+
+ private:
+  ModelConfig config_;
+  HieraTrunk trunk_;
+  FpnNeck neck_;
+  WeightAndBias conv_s0_, conv_s1_;
+  Tensor no_mem_embed_;  // [d_model]
+};
+
+}  // namespace sam2rt

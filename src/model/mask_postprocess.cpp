@@ -1,0 +1,57 @@
+#include "model/mask_postprocess.h"
+
+#include <algorithm>
+
+#include "kernels/bilinear_resize.h"
+
+namespace sam2rt {
+
+namespace {
+constexpr float kLowResClamp = 32.0f;
+}
+
+float stability_score(const float* logits, int64_t count, double delta) {
+  int64_t intersection = 0, union_area = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = logits[i];
+    intersection += v > delta;
+    union_area += v > -delta;
+  }
+  // The official ratio is a float32 division of the two counts.
+  return union_area > 0 ? static_cast<float>(intersection) / static_cast<float>(union_area) : 1.0f;
+}
+
+MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const float* iou, int num_tokens,
+                                 bool multimask, const ModelConfig& config) {
+  MaskSelection selection;
+  selection.stability_score_token0 = stability_score(all_logits, pixels, config.stability_delta);
+  if (multimask) {
+    for (int t = 1; t < num_tokens; ++t) selection.token_indices.push_back(t);
+    return selection;
+  }
+  // torch compares the float32 scores with the threshold in float32.
+  if (selection.stability_score_token0 >= static_cast<float>(config.stability_thresh)) {
+    selection.single_mask_token_used = true;
+    selection.token_indices = {0};
+    return selection;
+  }
+  int best = 1;
+  for (int t = 2; t < num_tokens; ++t) {
+    if (iou[t] > iou[best]) best = t;
+  }
+  selection.token_indices = {best};
+  return selection;
+}
+
+Tensor upscale_masks_to_original(const Tensor& low_res, int orig_w, int orig_h) {
+  return bilinear_resize(low_res, orig_h, orig_w);
+}
+
+Tensor clamp_low_res_logits(const Tensor& low_res) {
+  Tensor y(low_res.shape());
+  std::transform(low_res.begin(), low_res.end(), y.begin(),
+                 [](float v) { return std::clamp(v, -kLowResClamp, kLowResClamp); });
+  return y;
+}
+
+}  // namespace sam2rt

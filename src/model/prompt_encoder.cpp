@@ -1,0 +1,134 @@
+#include "model/prompt_encoder.h"
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "kernels/activation.h"
+#include "kernels/norm.h"
+#include "kernels/patch_conv.h"
+
+namespace sam2rt {
+
+namespace {
+
+constexpr float kLayerNorm2dEps = 1e-6f;
+
+// A point as the prompt encoder sees it: model-frame coordinates and its label
+// (-1 padding, 0 negative, 1 positive, 2/3 box corners).
+struct EncoderPoint {
+  float x, y;
+  int label;
+};
+
+// SAM2Transforms.transform_coords(normalize=True): x / W * S, in float32 like the official code.
+float to_model_frame(float v, int orig_size, int image_size) {
+  const float normalized = v / static_cast<float>(orig_size);
+  return normalized * static_cast<float>(image_size);
+}
+
+}  // namespace
+
+PromptEncoder::PromptEncoder(const ModelConfig& config, const WeightMap& weights) : config_(config) {
+  const std::string p = "sam_prompt_encoder.";
+  gaussian_matrix_ = weights.at(p + "pe_layer.positional_encoding_gaussian_matrix");
+  for (int i = 0; i < 4; ++i) point_embeddings_[i] = weights.at(p + "point_embeddings." + std::to_string(i) + ".weight");
+  not_a_point_embed_ = weights.at(p + "not_a_point_embed.weight");
+  no_mask_embed_ = weights.at(p + "no_mask_embed.weight");
+  const std::string d = p + "mask_downscaling.";
+  down0_w_ = weights.at(d + "0.weight");
+  down0_b_ = weights.at(d + "0.bias");
+  norm1_w_ = weights.at(d + "1.weight");
+  norm1_b_ = weights.at(d + "1.bias");
+  down3_w_ = weights.at(d + "3.weight");
+  down3_b_ = weights.at(d + "3.bias");
+  norm4_w_ = weights.at(d + "4.weight");
+  norm4_b_ = weights.at(d + "4.bias");
+  down6_w_ = weights.at(d + "6.weight");
+  down6_b_ = weights.at(d + "6.bias");
+}
+
+void PromptEncoder::encode_position(float x01, float y01, float* out) const {
+  const int64_t half = gaussian_matrix_.dim(1);
+  // 2c - 1 happens on the float32 coordinates; the projection runs in double like the reference.
+  const double cx = 2.0f * x01 - 1.0f;
+  const double cy = 2.0f * y01 - 1.0f;
+  for (int64_t k = 0; k < half; ++k) {
+    const double projected = cx * gaussian_matrix_[k] + cy * gaussian_matrix_[half + k];
+    const double angle = 2.0 * std::numbers::pi * projected;
+    out[k] = static_cast<float>(std::sin(angle));
+    out[half + k] = static_cast<float>(std::cos(angle));
+  }
+}
+
+Tensor PromptEncoder::dense_pe() const {
+  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
+  Tensor pe({1, c, e, e});
+  std::vector<float> encoded(static_cast<size_t>(c));
+  for (int64_t i = 0; i < e; ++i) {
+    for (int64_t j = 0; j < e; ++j) {
+      // Pixel centres of the E x E grid, normalised to [0, 1] (cumsum - 0.5, / size) in float32.
+      const float x01 = (static_cast<float>(j + 1) - 0.5f) / static_cast<float>(e);
+      const float y01 = (static_cast<float>(i + 1) - 0.5f) / static_cast<float>(e);
+      encode_position(x01, y01, encoded.data());
+      for (int64_t ch = 0; ch < c; ++ch) pe[(ch * e + i) * e + j] = encoded[ch];
+    }
+  }
+  return pe;
+}
+
+int PromptEncoder::sparse_token_count(const Prompt& prompt) {
+  const int n = static_cast<int>(prompt.points.size()) + (prompt.box ? 2 : 0);
+  return n == 0 ? 0 : n + 1;
+}
+
+Tensor PromptEncoder::embed_sparse(const Prompt& prompt, int orig_w, int orig_h) const {
+  const int s = config_.image_size;
+  std::vector<EncoderPoint> points;
+  if (prompt.box) {
+    const auto& b = *prompt.box;
+    points.push_back({to_model_frame(b[0], orig_w, s), to_model_frame(b[1], orig_h, s), 2});
+    points.push_back({to_model_frame(b[2], orig_w, s), to_model_frame(b[3], orig_h, s), 3});
+  }
+  for (const PointPrompt& p : prompt.points) {
+    points.push_back({to_model_frame(p.x, orig_w, s), to_model_frame(p.y, orig_h, s), p.label});
+  }
+  if (!points.empty()) points.push_back({0.0f, 0.0f, -1});
+
+  const int64_t c = config_.embed_dim();
+  Tensor sparse({1, static_cast<int64_t>(points.size()), c});
+  for (size_t n = 0; n < points.size(); ++n) {
+    float* out = sparse.data() + static_cast<int64_t>(n) * c;
+    const EncoderPoint& p = points[n];
+    if (p.label == -1) {
+      for (int64_t k = 0; k < c; ++k) out[k] = not_a_point_embed_[k];
+      continue;
+    }
+    // Shift to the pixel centre, then normalise by the model input size (float32).
+    const float x01 = (p.x + 0.5f) / static_cast<float>(s);
+    const float y01 = (p.y + 0.5f) / static_cast<float>(s);
+    encode_position(x01, y01, out);
+    const Tensor& label_embed = point_embeddings_[p.label];
+    for (int64_t k = 0; k < c; ++k) out[k] += label_embed[k];
+  }
+  return sparse;
+}
+
+Tensor PromptEncoder::embed_dense(const Prompt& prompt) const {
+  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
+  if (prompt.mask_input.empty()) {
+    Tensor dense({1, c, e, e});
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < e * e; ++i) dense[ch * e * e + i] = no_mask_embed_[ch];
+    return dense;
+  }
+  const int64_t l = config_.low_res_mask_size();
+  Tensor x = prompt.mask_input.reshaped({1, 1, l, l});
+  x = layer_norm_2d(patch_conv(x, down0_w_, down0_b_), norm1_w_, norm1_b_, kLayerNorm2dEps);
+  gelu_inplace(x);
+  x = layer_norm_2d(patch_conv(x, down3_w_, down3_b_), norm4_w_, norm4_b_, kLayerNorm2dEps);
+  gelu_inplace(x);
+  return patch_conv(x, down6_w_, down6_b_);
+}
+
+}  // namespace sam2rt

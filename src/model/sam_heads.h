@@ -1,0 +1,58 @@
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/weights.h"
+#include "model/config.h"
+#include "model/features.h"
+#include "model/mask_decoder.h"
+#include "model/prompt.h"
+#include "model/prompt_encoder.h"
+
+namespace sam2rt {
+
+// What SAM2ImagePredictor.predict(..., return_logits=True) returns for one prompt,
+// plus the intermediates the goldens check.
+struct MaskPrediction {
+  Tensor masks;                        // [M, H_orig, W_orig] logits at the original size
+  Tensor low_res_masks;                // [M, L, L] clamped to [-32, 32]
+  std::vector<float> iou_predictions;  // M
+  float object_score_logit = 0;
+  Tensor sparse_embeddings;            // [1, N, C]
+  Tensor dense_embeddings;             // [1, C, E, E]
+  Tensor all_low_res_logits;           // [1, T, L, L], every mask token before selection
+  std::vector<float> all_iou;          // T
+  std::vector<int> token_indices;      // the mask token behind each returned mask
+  float stability_score_token0 = 0;
+  bool single_mask_token_used = false;
+};
+
+// The prompt encoder and mask decoder of one model (sam_prompt_encoder.*, sam_mask_decoder.*).
+class SamHeads {
+ public:
+  SamHeads(const ModelConfig& config, const WeightMap& weights);
+
+  // get_dense_pe(), [1, C, E, E]; computed once at construction, handed out as a
+  // copy so callers cannot alter the cached encoding.
+  Tensor dense_pe() const { return dense_pe_.clone(); }
+
+  // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
+  MaskPrediction predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
+                         int orig_h) const;
+
+  // Many prompts on one image. Prompts with the same number of sparse tokens run
+  // through the decoder together (the transformer and GEMMs see the whole group);
+  // results are in input order and equal predict() one by one. All prompts are
+  // validated before any work starts.
+  std::vector<MaskPrediction> predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
+                                            bool multimask, int orig_w, int orig_h) const;
+
+ private:
+  ModelConfig config_;
+  PromptEncoder prompt_encoder_;
+  MaskDecoder mask_decoder_;
+  Tensor dense_pe_;
+};
+
+}  // namespace sam2rt

@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "kernels/bilinear_resize.h"
+#include "kernels/conv_transpose.h"
+#include "kernels/patch_conv.h"
+
+namespace sam2rt {
+namespace {
+
+Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  Tensor t(std::move(shape));
+  for (float& v : t) v = dist(rng);
+  return t;
+}
+
+// Largest |a - b| relative to max(1, |b|); shapes must agree.
+double max_relative_error(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return INFINITY;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i])));
+    if (std::isnan(d)) return INFINITY;
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+TEST(DecoderKernels, ConvTranspose2x2MatchesReference) {
+  for (bool with_bias : {true, false}) {
+    const Tensor x = random_tensor({2, 12, 5, 7}, 1);
+    const Tensor w = random_tensor({12, 6, 2, 2}, 2);
+    const Tensor b = with_bias ? random_tensor({6}, 3) : Tensor();
+    const Tensor fast = conv_transpose_2x2_stride2(x, w, b);
+    EXPECT_EQ(fast.shape(), (Shape{2, 6, 10, 14}));
+    EXPECT_LE(max_relative_error(fast, conv_transpose_2x2_stride2_reference(x, w, b)), 1e-5);
+  }
+}
+
+TEST(DecoderKernels, ConvTranspose2x2PlacesEachTap) {
+  // One input pixel, one channel: the output 2x2 block is the kernel itself plus the bias.
+  Tensor x = Tensor::filled({1, 1, 1, 1}, 1.0f);
+  Tensor w({1, 1, 2, 2});
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<float>(i + 1);
+  const Tensor y = conv_transpose_2x2_stride2(x, w, Tensor::filled({1}, 10.0f));
+  EXPECT_EQ(y[0], 11.0f);
+  EXPECT_EQ(y[1], 12.0f);
+  EXPECT_EQ(y[2], 13.0f);
+  EXPECT_EQ(y[3], 14.0f);
+}
+
+TEST(DecoderKernels, ConvTransposeRefusesMismatchedWeight) {
+  EXPECT_THROW(conv_transpose_2x2_stride2(Tensor({1, 3, 4, 4}), Tensor({4, 2, 2, 2}), Tensor()), Error);
+}
+
+TEST(DecoderKernels, PatchConvMatchesReference) {
+  for (int k : {1, 2, 4}) {
+    for (bool with_bias : {true, false}) {
+      SCOPED_TRACE("k=" + std::to_string(k));
+      const Tensor x = random_tensor({2, 5, 8, 12}, 10 + k);
+      const Tensor w = random_tensor({7, 5, k, k}, 20 + k);
+      const Tensor b = with_bias ? random_tensor({7}, 30 + k) : Tensor();
+      const Tensor fast = patch_conv(x, w, b);
+      EXPECT_EQ(fast.shape(), (Shape{2, 7, 8 / k, 12 / k}));
+      EXPECT_LE(max_relative_error(fast, patch_conv_reference(x, w, b)), 1e-5);
+    }
+  }
+}
+
+TEST(DecoderKernels, PatchConvRefusesSizesThatDoNotTile) {
+  EXPECT_THROW(patch_conv(Tensor({1, 1, 5, 4}), Tensor({1, 1, 2, 2}), Tensor()), Error);
+}
+
+TEST(DecoderKernels, BilinearResizeMatchesReference) {
+  const Tensor x = random_tensor({3, 16, 16}, 40, 10.0f);
+  // Up, down, mixed (like 64 -> 112 x 288), and a non-square source.
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{112, 288}, {7, 5}, {16, 40}, {33, 9}}) {
+    SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w));
+    EXPECT_LE(max_relative_error(bilinear_resize(x, h, w), bilinear_resize_reference(x, h, w)), 1e-5);
+  }
+  const Tensor y = random_tensor({1, 2, 5, 9}, 41);
+  EXPECT_LE(max_relative_error(bilinear_resize(y, 11, 4), bilinear_resize_reference(y, 11, 4)), 1e-5);
+}
+
+TEST(DecoderKernels, BilinearResizeSameSizeIsIdentity) {
+  const Tensor x = random_tensor({2, 6, 9}, 50);
+  const Tensor y = bilinear_resize(x, 6, 9);
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(y[i], x[i]);
+}
+
+TEST(DecoderKernels, BilinearResizeKnownValues) {
+  // 2 -> 4 along one axis: sources -0.25 (clamped to 0), 0.25, 0.75, 1.25 (upper tap clamped).
+  Tensor x({1, 2});
+  x[0] = 0.0f;
+  x[1] = 4.0f;
+  const Tensor y = bilinear_resize(x, 1, 4);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);
+  EXPECT_FLOAT_EQ(y[1], 1.0f);
+  EXPECT_FLOAT_EQ(y[2], 3.0f);
+  EXPECT_FLOAT_EQ(y[3], 4.0f);
+}
+
+TEST(DecoderKernels, BilinearResizeRefusesEmptyTargets) {
+  EXPECT_THROW(bilinear_resize(Tensor({1, 4, 4}), 0, 3), Error);
+}
+
+}  // namespace
+}  // namespace sam2rt

@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev        # official-format model configs
   nlohmann-json3-dev     # safetensors headers, JSON outputs
   libcli11-dev           # command line
+  libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
 )
 missing=()

@@ -153,7 +153,8 @@ TEST(ServeApiRequest, RejectsEveryMalformedRequestWithANamedReason) {
       {R"({"multimask": true})", "no prompt"},
       {R"({"points": []})", "no prompt"},
       {R"({"points": [[NaN, 1, 1]]})", "not valid JSON"},
-      {R"({"points": [[1e999, 1, 1]]})", "finite"},
+      {R"({"points": [[1e999, 1, 1]]})", "out of range"},
+      {R"({"points": [[1e38, 1, 1]]})", "must be a finite number"},
       {R"({"points": [["1", 1, 1]]})", "points[0][0] must be a number"},
       {R"({"points": [[1, 1, 7]]})", "label 7"},
       {R"({"points": [[1, 1, 0.5]]})", "label 0.5"},
@@ -573,32 +574,32 @@ TEST_F(ServeApiHttp, DeleteForgetsTheImage) {
   EXPECT_EQ(again->status, 404);
 }
 
-TEST(ServeApiProcess, EvictsOldImagesWhenTheCacheIsFullAndStopsCleanlyOnSigterm) {
+TEST(ServeApiProcess, EvictsTheOldestImagesWhenTheCacheIsFullAndStopsCleanlyOnSigterm) {
+  const int64_t entry = ImageCache::charge(*predictor_with_features(288, 112));
+  const size_t fit = static_cast<size_t>((1024 * 1024) / entry);
+  ASSERT_GE(fit, 1u);
+  ASSERT_LE(fit, 32u) << "the micro model's features should fill 1 MB quickly";
   ServerProcess server({"--cache-mb", "1"});
   ASSERT_GT(server.port(), 0) << server.url();
   auto client = server.client();
   const std::string png = read_bytes(chelsea_path());
   std::vector<std::string> ids;
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < fit + 2; ++i) {
     const auto res = client.Post("/v1/images", png, "image/png");
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 201) << res->body;
     ids.push_back(json::parse(res->body)["id"]);
   }
-  const int64_t entry = ImageCache::charge(*predictor_with_features(288, 112));
-  const size_t fit = std::max<int64_t>(1, (1024 * 1024) / entry);
   const std::string body = R"({"points": [[10, 10, 1]]})";
-  const auto newest = client.Post("/v1/images/" + ids.back() + "/segment", body, "application/json");
-  ASSERT_TRUE(newest);
-  EXPECT_EQ(newest->status, 200);
-  if (fit < ids.size()) {
-    const auto oldest = client.Post("/v1/images/" + ids.front() + "/segment", body, "application/json");
-    ASSERT_TRUE(oldest);
-    EXPECT_EQ(oldest->status, 404);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto res = client.Post("/v1/images/" + ids[i] + "/segment", body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, i < 2 ? 404 : 200) << "image " << i << " of " << ids.size();
   }
   const json health = json::parse(client.Get("/healthz")->body);
-  EXPECT_EQ(health["images"].get<size_t>(), std::min(fit, ids.size()));
-  EXPECT_LE(health["cache_bytes"].get<int64_t>(), std::max<int64_t>(entry, 1024 * 1024));
+  EXPECT_EQ(health["images"].get<size_t>(), fit);
+  EXPECT_EQ(health["cache_bytes"].get<int64_t>(), static_cast<int64_t>(fit) * entry);
+  EXPECT_EQ(health["cache_budget_bytes"].get<int64_t>(), 1024 * 1024);
   EXPECT_EQ(server.stop(), 0);
 }
 

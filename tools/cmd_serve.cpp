@@ -99,7 +99,7 @@ struct ServeOptions {
   int port = 8080;
   int64_t cache_mb = 2048;
   int64_t max_upload_mb = 50;
-  int max_points = 64;
+  int max_points = kMaxPoints;
   int concurrent_encodes = 1;
   int queued_encodes = 8;
 };
@@ -352,8 +352,8 @@ void register_serve(CLI::App& app) {
       ->default_val(50)
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   sub->add_option("--max-points", options->max_points, "most points in one segment request")
-      ->default_val(64)
-      ->check(CLI::Range(1, 64));
+      ->default_val(kMaxPoints)
+      ->check(CLI::Range(1, kMaxPoints));
   sub->add_option("--concurrent-encodes", options->concurrent_encodes,
                   "images encoded at the same time (each uses all --threads)")
       ->default_val(1)

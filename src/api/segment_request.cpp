@@ -67,6 +67,8 @@ json parse_object(std::string_view body) {
     request = json::parse(body);
   } catch (const json::parse_error& e) {
     throw Error("request body is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::out_of_range&) {
+    throw Error("request body holds a number out of range (e.g. 1e999); coordinates must be finite");
   }
   if (!request.is_object()) throw Error("request body must be a JSON object, got " + std::string(request.type_name()));
   return request;

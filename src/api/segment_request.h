@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/predictor.h"
 #include "model/prompt.h"
+#include "model/sam_heads.h"
 
 namespace sam2rt {
 
@@ -24,7 +24,7 @@ struct SegmentRequest {
 };
 
 struct SegmentLimits {
-  int max_points = 64;
+  int max_points = kMaxPoints;
 };
 
 // Parses {"points": [[x, y, label], ...], "box": [x0, y0, x1, y1], "multimask": bool,

@@ -12,6 +12,7 @@ constexpr std::string_view kPage = R"sam2rt_page(<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>sam2rt: tap to segment</title>
+<link rel="icon" href="data:,">
 <style>
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f4f5f8; }
   body { margin: 0; padding: 16px 20px; }
@@ -167,21 +168,22 @@ async function openFile(file) {
 async function segment() {
   updateButtons();
   drawMarks();
+  if (!state.id) return;
   const request = ++state.request;
-  if (!state.id || (state.points.length === 0 && state.box === null)) {
+  setPhase("segmenting");
+  if (state.points.length === 0 && state.box === null) {
     state.result = null;
     renderCandidates();
     await drawMask();
-    if (state.file && state.id) updateStatus();
+    updateStatus();
     updateButtons();
-    setPhase(state.id ? "ready" : document.body.dataset.state);
+    setPhase("ready");
     return;
   }
   const mode = $("multimask").value;
   const multimask = mode === "on" || (mode === "auto" && state.points.length === 1 && state.box === null);
   const body = JSON.stringify({ points: state.points, box: state.box, multimask, format: "png" });
   const send = () => callApi("POST", `/v1/images/${state.id}/segment`, body, "application/json");
-  setPhase("segmenting");
   try {
     let result;
     try {
@@ -384,7 +386,7 @@ window.addEventListener("drop", (event) => {
 window.addEventListener("resize", drawMarks);
 
 callApi("GET", "/healthz").then((health) => {
-  $("model").textContent = health.model + (health.synthetic_weights ? " (synthetic weights: masks are meaningless)" : "");
+  $("model").textContent = health.model + (health.synthetic_weights ? ": masks are meaningless" : "");
   $("model").classList.toggle("synthetic", health.synthetic_weights);
 }).catch(() => showStatus("The sam2rt server is not answering.", true));
 </script>

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages sam2rt builds and tests with. Idempotent.
+# Installs the Debian 12 packages sam2rt builds with. Idempotent: runs apt-get
+# (one update, one install) only when something is missing.
+#   --with-browser   also Chromium and Node.js for the browser test of `sam2rt serve`
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
@@ -11,6 +13,11 @@ packages=(
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
 )
+if [ "${1:-}" = "--with-browser" ]; then
+  packages+=(chromium)
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

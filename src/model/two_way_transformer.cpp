@@ -1,5 +1,6 @@
 #include "model/two_way_transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
+#include "kernels/gemm.h"
 #include "kernels/norm.h"
 
 namespace sam2rt {
@@ -52,6 +54,66 @@ Tensor DecoderAttention::operator()(const Tensor& q_in, const Tensor& k_in, cons
   Tensor out({q_in.dim(0), out_proj.out_features()});
   attend_projected(q.data(), q.dim(0), k.data(), v.data(), k.dim(0), out.data());
   return out;
+}
+
+FoldedTokenAttention DecoderAttention::fold_tokens(const Tensor& token_k, const Tensor& token_v,
+                                                  bool project_queries) const {
+  const int64_t width = internal_dim(), head_dim = width / num_heads, tokens = token_k.dim(0);
+  const int64_t columns = num_heads * tokens, c = out_proj.out_features();
+  const int64_t in = project_queries ? q_proj.in_features() : width;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  FoldedTokenAttention f{.heads = num_heads,
+                         .tokens = tokens,
+                         .score_weight = Tensor({in, columns}),
+                         .score_bias = Tensor({columns}),
+                         .value_out = Tensor({columns, c}),
+                         .out_bias = out_proj.bias};
+  for (int64_t h = 0; h < num_heads; ++h)
+    for (int64_t j = 0; j < tokens; ++j) {
+      const int64_t column = h * tokens + j;
+      const float* key = token_k.data() + j * width + h * head_dim;
+      const float* value = token_v.data() + j * width + h * head_dim;
+      for (int64_t i = 0; i < in; ++i) {
+        double sum = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          const double w = project_queries ? q_proj.weight[(h * head_dim + d) * in + i] : (i == h * head_dim + d);
+          sum += w * key[d];
+        }
+        f.score_weight[i * columns + column] = static_cast<float>(sum * scale);
+      }
+      double bias = 0.0;
+      for (int64_t d = 0; d < head_dim && project_queries; ++d) bias += static_cast<double>(q_proj.bias[h * head_dim + d]) * key[d];
+      f.score_bias[column] = static_cast<float>(bias * scale);
+      for (int64_t o = 0; o < c; ++o) {
+        double sum = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) sum += static_cast<double>(value[d]) * out_proj.weight[o * width + h * head_dim + d];
+        f.value_out[column * c + o] = static_cast<float>(sum);
+      }
+    }
+  return f;
+}
+
+void FoldedTokenAttention::apply(const float* x, int64_t rows, float* out) const {
+  const int64_t in = score_weight.dim(0), columns = heads * tokens, c = value_out.dim(1);
+  std::vector<float> scores(static_cast<size_t>(rows * columns));
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(score_bias.data(), columns, scores.data() + r * columns);
+  gemm({.m = rows, .n = columns, .k = in, .a = x, .lda = in, .b = score_weight.data(), .ldb = columns,
+        .b_transposed = false, .c = scores.data(), .ldc = columns, .accumulate = true});
+  // Softmax over each head's tokens, as kernels/attention.h does it.
+  for (int64_t g = 0; g < rows * heads; ++g) {
+    float* group = scores.data() + g * tokens;
+    const float max = *std::max_element(group, group + tokens);
+    double sum = 0.0;
+    for (int64_t j = 0; j < tokens; ++j) {
+      group[j] = std::exp(group[j] - max);
+      sum += group[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < tokens; ++j) group[j] *= inv;
+  }
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(out_bias.data(), c, out + r * c);
+  gemm({.m = rows, .n = c, .k = columns, .a = scores.data(), .lda = columns, .b = value_out.data(), .ldb = c,
+        .b_transposed = false, .c = out, .ldc = c, .accumulate = true});
 }
 
 DecoderLayerNorm DecoderLayerNorm::load(const WeightMap& weights, const std::string& prefix) {
@@ -135,24 +197,23 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
     // Image -> token attention updates the keys row by row; the same pass projects
     // the new keys for the next token -> image attention.
     const DecoderAttention& attn = block.cross_attn_image_to_token;
-    const Tensor token_k = attn.k_proj(add(queries, query_pe));
-    const Tensor token_v = attn.v_proj(queries);
+    const bool queries_cached = layer == 0;  // the first block's image queries come with the image
+    const FoldedTokenAttention folded =
+        attn.fold_tokens(attn.k_proj(add(queries, query_pe)), attn.v_proj(queries), !queries_cached);
     const DecoderAttention& next =
         layer + 1 < layers_.size() ? layers_[layer + 1].cross_attn_token_to_image : final_attn_token_to_image_;
-    const int64_t width = attn.internal_dim(), next_width = next.internal_dim(), num_tokens = queries.dim(0);
+    const int64_t next_width = next.internal_dim();
     Tensor new_keys({hw, c}), next_k({hw, next_width}), next_v({hw, next_width});
     for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
-      std::vector<float> with_pe(static_cast<size_t>(rows * c)), image_q;
-      const float* q = image.image_to_token_q.data() + r0 * width;
-      if (layer != 0) {
-        add_rows(keys.data() + r0 * c, image_pe.data() + r0 * c, rows * c, with_pe.data());
-        image_q.resize(static_cast<size_t>(rows * width));
-        attn.q_proj.apply(with_pe.data(), rows, image_q.data());
-        q = image_q.data();
-      }
+      std::vector<float> with_pe(static_cast<size_t>(rows * c));
       float* updated = new_keys.data() + r0 * c;
-      attn.attend_projected(q, rows, token_k.data(), token_v.data(), num_tokens, updated);
+      if (queries_cached) {
+        folded.apply(image.image_to_token_q.data() + r0 * attn.internal_dim(), rows, updated);
+      } else {
+        add_rows(keys.data() + r0 * c, image_pe.data() + r0 * c, rows * c, with_pe.data());
+        folded.apply(with_pe.data(), rows, updated);
+      }
       add_layer_norm_rows(updated, keys.data() + r0 * c, rows, c, block.norm4.weight.data(), block.norm4.bias.data(),
                           kTransformerLayerNormEps);
 

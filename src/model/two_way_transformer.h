@@ -10,6 +10,22 @@
 
 namespace sam2rt {
 
+// Many image rows attending to a few tokens, with the token side folded into the
+// weights: per head h, q_h k_h^T = x (Wq_h^T k_h^T) + bq_h k_h^T and
+// P_h v_h Wo_h^T = P_h (v_h Wo_h^T), so a block of rows costs two GEMMs of width
+// heads * tokens instead of the q projection, per-head attention and out
+// projection. Same algebra as DecoderAttention, rounded in a different order.
+struct FoldedTokenAttention {
+  int64_t heads = 1, tokens = 0;
+  Tensor score_weight;  // [in, heads * tokens], the 1/sqrt(d) scale included
+  Tensor score_bias;    // [heads * tokens]
+  Tensor value_out;     // [heads * tokens, C]
+  Tensor out_bias;      // [C]
+
+  // Rows x [rows, in] -> attention output [rows, C] (out_proj applied).
+  void apply(const float* x, int64_t rows, float* out) const;
+};
+
 // transformer.Attention: q/k/v projections to the internal width (C, or C/2 for
 // the cross attentions), multi-head softmax(q k^T / sqrt(d)) v, out projection.
 struct DecoderAttention {
@@ -23,6 +39,11 @@ struct DecoderAttention {
   // The attention and out projection on inputs already projected by q/k/v_proj:
   // q [nq, D], k and v [nk, D] rows -> out [nq, C] rows.
   void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out) const;
+
+  // This attention with the given tokens' projected keys and values [T, D] folded
+  // in, for queries that are q_proj inputs [rows, C] (project_queries) or
+  // q_proj outputs [rows, D].
+  FoldedTokenAttention fold_tokens(const Tensor& token_k, const Tensor& token_v, bool project_queries) const;
 };
 
 struct DecoderLayerNorm {

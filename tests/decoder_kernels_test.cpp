@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/bilinear_resize.h"
 #include "kernels/conv_transpose.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/norm.h"
 #include "kernels/patch_conv.h"
 
 namespace sam2rt {
@@ -53,6 +56,50 @@ TEST(DecoderKernels, ConvTranspose2x2PlacesEachTap) {
   EXPECT_EQ(y[1], 12.0f);
   EXPECT_EQ(y[2], 13.0f);
   EXPECT_EQ(y[3], 14.0f);
+}
+
+TEST(DecoderKernels, ConvTranspose2x2ChannelsLastBandsMatchReference) {
+  // A 5 x 7 map with 12 channels, converted in bands of 2, 2 and 1 input rows.
+  const int64_t h = 5, w = 7, cin = 12, cout = 6;
+  const Tensor x = random_tensor({1, cin, h, w}, 4);
+  const Tensor weight = random_tensor({cin, cout, 2, 2}, 5);
+  const Tensor bias = random_tensor({cout}, 6);
+  const Tensor want = conv_transpose_2x2_stride2_reference(x, weight, bias);  // [1, cout, 2h, 2w]
+  const Tensor taps = pack_conv_transpose_2x2_taps(weight);
+  std::vector<float> x_hwc(static_cast<size_t>(h * w * cin));
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t p = 0; p < h * w; ++p) x_hwc[static_cast<size_t>(p * cin + c)] = x[c * h * w + p];
+  std::vector<float> out(static_cast<size_t>(4 * h * w * cout)), scratch(static_cast<size_t>(2 * w * 4 * cout));
+  for (int64_t i0 = 0; i0 < h; i0 += 2) {
+    const int64_t rows = std::min<int64_t>(2, h - i0);
+    conv_transpose_2x2_stride2_hwc(x_hwc.data() + i0 * w * cin, rows, w, cin, taps, bias,
+                                   out.data() + 2 * i0 * 2 * w * cout, scratch.data());
+  }
+  double worst = 0;
+  for (int64_t o = 0; o < cout; ++o)
+    for (int64_t p = 0; p < 4 * h * w; ++p) {
+      const double d = std::fabs(static_cast<double>(out[static_cast<size_t>(p * cout + o)]) - want[o * 4 * h * w + p]);
+      worst = std::max(worst, d / std::max(1.0, std::fabs(static_cast<double>(want[o * 4 * h * w + p]))));
+    }
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_THROW(conv_transpose_2x2_stride2_hwc(x_hwc.data(), 1, w, cin + 1, taps, bias, out.data(), scratch.data()),
+               Error);
+}
+
+TEST(DecoderKernels, AddLayerNormRowsMatchesLayerNormOfTheSum) {
+  for (int64_t c : {64, 256, 7}) {
+    const Tensor x = random_tensor({9, c}, 7, 3.0f), y = random_tensor({9, c}, 8);
+    const Tensor weight = random_tensor({c}, 9), bias = random_tensor({c}, 10);
+    Tensor sum({9, c});
+    for (int64_t i = 0; i < sum.numel(); ++i) sum[i] = x[i] + y[i];
+    const Tensor want = layer_norm(sum, weight, bias, 1e-5f);
+    Tensor fused = x.clone();
+    add_layer_norm_rows(fused.data(), y.data(), 9, c, weight.data(), bias.data(), 1e-5f);
+    EXPECT_LE(max_relative_error(fused, want), 1e-6) << c << " channels";
+    Tensor plain = sum.clone();
+    add_layer_norm_rows(plain.data(), nullptr, 9, c, weight.data(), bias.data(), 1e-5f);
+    EXPECT_LE(max_relative_error(plain, want), 1e-6) << c << " channels";
+  }
 }
 
 TEST(DecoderKernels, ConvTransposeRefusesMismatchedWeight) {

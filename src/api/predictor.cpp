@@ -10,6 +10,7 @@ Predictor::Predictor(std::shared_ptr<const Sam2Model> model) : model_(std::move(
 void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
   const int size = model_->config().image_size;
   outputs_ = model_->encoder().encode(preprocess_image(image, size), options);
+  decoder_state_ = model_->heads().prepare_image(outputs_.decoder);
   orig_width_ = image.width;
   orig_height_ = image.height;
   has_image_ = true;
@@ -31,6 +32,7 @@ void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_
   if (orig_width <= 0 || orig_height <= 0) throw Error("features: original image size must be positive");
   outputs_ = EncoderOutputs{};
   outputs_.decoder = std::move(features);
+  decoder_state_ = model_->heads().prepare_image(outputs_.decoder);
   orig_width_ = orig_width;
   orig_height_ = orig_height;
   has_image_ = true;
@@ -43,12 +45,14 @@ const DecoderFeatures& Predictor::features() const {
 
 MaskPrediction Predictor::predict(const Prompt& prompt, bool multimask) const {
   validate_prompt(prompt, orig_width_, orig_height_, model_->config());
-  return model_->heads().predict(features(), prompt, multimask, orig_width_, orig_height_);
+  features();  // throws when no image is set
+  return model_->heads().predict(decoder_state_, prompt, multimask, orig_width_, orig_height_);
 }
 
 std::vector<MaskPrediction> Predictor::predict_batch(const std::vector<Prompt>& prompts, bool multimask) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_width_, orig_height_, model_->config());
-  return model_->heads().predict_batch(features(), prompts, multimask, orig_width_, orig_height_);
+  features();  // throws when no image is set
+  return model_->heads().predict_batch(decoder_state_, prompts, multimask, orig_width_, orig_height_);
 }
 
 }  // namespace sam2rt

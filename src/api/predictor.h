@@ -38,6 +38,7 @@ class Predictor {
  private:
   std::shared_ptr<const Sam2Model> model_;
   EncoderOutputs outputs_;
+  DecoderImageState decoder_state_;  // what every prompt on the current image shares
   bool has_image_ = false;
   int orig_width_ = 0;
   int orig_height_ = 0;

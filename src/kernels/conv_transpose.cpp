@@ -1,5 +1,6 @@
 #include "kernels/conv_transpose.h"
 
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -48,6 +49,41 @@ Tensor conv_transpose_2x2_stride2(const Tensor& x, const Tensor& weight, const T
     }
   }
   return y;
+}
+
+Tensor pack_conv_transpose_2x2_taps(const Tensor& weight) {
+  if (weight.rank() != 4 || weight.dim(2) != 2 || weight.dim(3) != 2) {
+    throw Error("pack_conv_transpose_2x2_taps: weight " + shape_to_string(weight.shape()) + " is not [Cin, Cout, 2, 2]");
+  }
+  const int64_t cin = weight.dim(0), cout = weight.dim(1);
+  Tensor taps({cin, 4 * cout});
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t tap = 0; tap < 4; ++tap) taps[c * 4 * cout + tap * cout + o] = weight[(c * cout + o) * 4 + tap];
+  return taps;
+}
+
+void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
+                                    const Tensor& bias, float* out, float* scratch) {
+  const int64_t row_taps = weight_taps.dim(1), cout = row_taps / 4;
+  if (weight_taps.dim(0) != cin || row_taps % 4 != 0 || (!bias.empty() && bias.numel() != cout)) {
+    throw Error("conv_transpose_2x2_stride2_hwc: " + std::to_string(cin) + " input channels do not match taps " +
+                shape_to_string(weight_taps.shape()) + " / bias " + shape_to_string(bias.shape()));
+  }
+  gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
+        .b_transposed = false, .c = scratch, .ldc = row_taps});
+  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx); for a fixed dy its two dx
+  // taps are adjacent in both the scratch row and the output row.
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t dy = 0; dy < 2; ++dy) {
+      float* out_row = out + (2 * i + dy) * 2 * w * cout;
+      for (int64_t j = 0; j < w; ++j) {
+        const float* taps = scratch + (i * w + j) * row_taps + dy * 2 * cout;
+        float* pixels = out_row + 2 * j * cout;
+        for (int64_t dx = 0; dx < 2; ++dx)
+          for (int64_t o = 0; o < cout; ++o) pixels[dx * cout + o] = taps[dx * cout + o] + (bias.empty() ? 0.0f : bias[o]);
+      }
+    }
 }
 
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -13,6 +13,10 @@ struct DecoderLinear {
   Tensor weight, bias;
   static DecoderLinear load(const WeightMap& weights, const std::string& prefix);
   Tensor operator()(const Tensor& x) const;
+  // y[rows, out] = x[rows, in] W^T + b on raw rows (same arithmetic as operator()).
+  void apply(const float* x, int64_t rows, float* y) const;
+  int64_t in_features() const { return weight.dim(1); }
+  int64_t out_features() const { return weight.dim(0); }
 };
 
 // sam2_utils.MLP as the prompt/mask decoder use it: `<prefix>.layers.<i>`,

@@ -1,54 +1,29 @@
 #include "model/mask_decoder.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
-#include "kernels/activation.h"
 #include "kernels/conv_transpose.h"
+#include "kernels/decoder_gelu.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
-#include "kernels/norm.h"
+#include "kernels/layout.h"
 
 namespace sam2rt {
 
 namespace {
 
 constexpr float kLayerNorm2dEps = 1e-6f;
+// Rows of the E x E token grid per block of the upscaling pass: 2 rows make
+// 8 rows of the 4E x 4E map, a few hundred KB of scratch per thread.
+constexpr int64_t kUpscaleRowBlock = 2;
 
-// [B, C, H, W] <-> [B, H*W, C]
-Tensor channels_last(const Tensor& x) {
-  const int64_t b = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
-  Tensor y({b, hw, c});
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) y[(n * hw + p) * c + ch] = x[(n * c + ch) * hw + p];
-  return y;
-}
-
-Tensor channels_first(const Tensor& x, int64_t h, int64_t w) {
-  const int64_t b = x.dim(0), hw = x.dim(1), c = x.dim(2);
-  Tensor y({b, c, h, w});
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t p = 0; p < hw; ++p)
-      for (int64_t ch = 0; ch < c; ++ch) y[(n * c + ch) * hw + p] = x[(n * hw + p) * c + ch];
-  return y;
-}
-
-// x [B, ...] += feature [1, ...] broadcast over the batch.
-void add_broadcast_inplace(Tensor& x, const Tensor& feature) {
-  const int64_t per_item = feature.numel(), batch = x.numel() / per_item;
-  for (int64_t b = 0; b < batch; ++b) {
-    float* out = x.data() + b * per_item;
-    for (int64_t i = 0; i < per_item; ++i) out[i] += feature[i];
-  }
-}
-
-// Token t of every batch element: [B, T, C] -> [B, C].
-Tensor token_rows(const Tensor& tokens, int64_t t) {
-  const int64_t b = tokens.dim(0), n = tokens.dim(1), c = tokens.dim(2);
-  Tensor y({b, c});
-  for (int64_t i = 0; i < b; ++i) std::copy_n(tokens.data() + (i * n + t) * c, c, y.data() + i * c);
-  return y;
+// [1, C, H, W] -> [H*W, C]
+Tensor channels_last(const Tensor& nchw) {
+  return nchw_to_hwc(nchw).reshaped({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
 }
 
 void check_features(const DecoderFeatures& f, const ModelConfig& config) {
@@ -64,11 +39,22 @@ void check_features(const DecoderFeatures& f, const ModelConfig& config) {
   check(f.feat_s0, {1, c / 8, 4 * e, 4 * e}, "feat_s0");
 }
 
+// Row t of [T, C] tokens as a [1, C] tensor.
+Tensor token_row(const Tensor& tokens, int64_t t) {
+  const int64_t c = tokens.dim(1);
+  Tensor row({1, c});
+  std::copy_n(tokens.data() + t * c, c, row.data());
+  return row;
+}
+
+std::unique_ptr<float[]> uninitialized(int64_t count) { return std::unique_ptr<float[]>(new float[count]); }
+
 }  // namespace
 
-MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights)
+MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, const Tensor& image_pe)
     : config_(config),
       num_mask_tokens_(config.num_multimask_outputs + 1),
+      image_pe_(channels_last(image_pe)),
       transformer_(config, weights, "sam_mask_decoder.transformer") {
   if (!config.use_high_res_features_in_sam || !config.pred_obj_scores || !config.pred_obj_scores_mlp) {
     throw Error("model config '" + config.name +
@@ -79,11 +65,11 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights)
   obj_score_token_ = weights.at(p + "obj_score_token.weight");
   iou_token_ = weights.at(p + "iou_token.weight");
   mask_tokens_ = weights.at(p + "mask_tokens.weight");
-  upscale0_w_ = weights.at(p + "output_upscaling.0.weight");
+  upscale0_taps_ = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.0.weight"));
   upscale0_b_ = weights.at(p + "output_upscaling.0.bias");
   upscale_norm_w_ = weights.at(p + "output_upscaling.1.weight");
   upscale_norm_b_ = weights.at(p + "output_upscaling.1.bias");
-  upscale3_w_ = weights.at(p + "output_upscaling.3.weight");
+  upscale3_taps_ = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.3.weight"));
   upscale3_b_ = weights.at(p + "output_upscaling.3.bias");
   for (int i = 0; i < num_mask_tokens_; ++i) {
     hypernetworks_.push_back(DecoderMlp::load(weights, p + "output_hypernetworks_mlps." + std::to_string(i), 3));
@@ -93,53 +79,80 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights)
   obj_score_head_ = DecoderMlp::load(weights, p + "pred_obj_score_head", 3);
 }
 
-MaskDecoderOutput MaskDecoder::predict_masks(const DecoderFeatures& features, const Tensor& image_pe,
-                                             const Tensor& sparse, const Tensor& dense) const {
+DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, const Tensor& no_mask_dense,
+                                             int threads) const {
   check_features(features, config_);
-  const int64_t batch = sparse.dim(0), num_sparse = sparse.dim(1), c = config_.embed_dim();
+  DecoderImageState image{.image_embed = channels_last(features.image_embed),
+                          .no_mask = {},
+                          .feat_s1 = channels_last(features.feat_s1),
+                          .feat_s0 = channels_last(features.feat_s0)};
+  image.no_mask = prepare_dense(image, no_mask_dense, threads);
+  return image;
+}
+
+TransformerImageInput MaskDecoder::prepare_dense(const DecoderImageState& image, const Tensor& dense,
+                                                 int threads) const {
+  // src = dense + image_embed (MaskDecoder.predict_masks), flattened channels-last.
+  Tensor src = channels_last(dense);
+  add_rows_inplace(src.data(), image.image_embed.data(), src.numel());
+  return transformer_.prepare_image(std::move(src), image_pe_, threads);
+}
+
+MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
+                                             const Tensor& sparse, int threads) const {
+  const int64_t num_sparse = sparse.numel() / config_.embed_dim(), c = config_.embed_dim();
   const int64_t e = config_.image_embedding_size();
   const int64_t output_tokens = 2 + num_mask_tokens_;
 
   // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]
-  Tensor tokens({batch, output_tokens + num_sparse, c});
-  for (int64_t b = 0; b < batch; ++b) {
-    float* row = tokens.data() + b * (output_tokens + num_sparse) * c;
-    row = std::copy_n(obj_score_token_.data(), c, row);
-    row = std::copy_n(iou_token_.data(), c, row);
-    row = std::copy_n(mask_tokens_.data(), num_mask_tokens_ * c, row);
-    std::copy_n(sparse.data() + b * num_sparse * c, num_sparse * c, row);
-  }
+  Tensor tokens({output_tokens + num_sparse, c});
+  float* row = tokens.data();
+  row = std::copy_n(obj_score_token_.data(), c, row);
+  row = std::copy_n(iou_token_.data(), c, row);
+  row = std::copy_n(mask_tokens_.data(), num_mask_tokens_ * c, row);
+  std::copy_n(sparse.data(), num_sparse * c, row);
 
-  Tensor src = dense.clone();
-  add_broadcast_inplace(src, features.image_embed);
-  const auto [hs, keys] = transformer_.forward(tokens, channels_last(src), channels_last(image_pe));
-
-  // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution features.
-  Tensor up = conv_transpose_2x2_stride2(channels_first(keys, e, e), upscale0_w_, upscale0_b_);
-  add_broadcast_inplace(up, features.feat_s1);
-  up = layer_norm_2d(up, upscale_norm_w_, upscale_norm_b_, kLayerNorm2dEps);
-  gelu_inplace(up);
-  up = conv_transpose_2x2_stride2(up, upscale3_w_, upscale3_b_);
-  add_broadcast_inplace(up, features.feat_s0);
-  gelu_inplace(up);
+  const TwoWayTransformer::Output out = transformer_.forward(tokens, input, image_pe_, threads);
+  const Tensor& hs = out.queries;
 
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
-  const int64_t up_c = up.dim(1), l = up.dim(2), pixels = l * up.dim(3);
-  Tensor hyper({batch, static_cast<int64_t>(num_mask_tokens_), up_c});
+  const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
+  Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
   for (int t = 0; t < num_mask_tokens_; ++t) {
-    const Tensor h = hypernetworks_[t](token_rows(hs, 2 + t));
-    for (int64_t b = 0; b < batch; ++b) std::copy_n(h.data() + b * up_c, up_c, hyper.data() + (b * num_mask_tokens_ + t) * up_c);
+    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
+    std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
   }
-  MaskDecoderOutput out;
-  out.masks = Tensor({batch, static_cast<int64_t>(num_mask_tokens_), l, up.dim(3)});
-  for (int64_t b = 0; b < batch; ++b) {
-    gemm({.m = num_mask_tokens_, .n = pixels, .k = up_c, .a = hyper.data() + b * num_mask_tokens_ * up_c,
-          .lda = up_c, .b = up.data() + b * up_c * pixels, .ldb = pixels, .b_transposed = false,
-          .c = out.masks.data() + b * num_mask_tokens_ * pixels, .ldc = pixels});
-  }
-  out.iou = iou_head_(token_rows(hs, 1));
-  out.object_score_logits = obj_score_head_(token_rows(hs, 0)).reshaped({batch});
-  return out;
+
+  // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
+  // features, a band of rows at a time: ConvTranspose, + feat_s1, LayerNorm2d,
+  // GELU, ConvTranspose, + feat_s0, GELU, then the hypernetwork dot products.
+  const int64_t l = 4 * e, pixels = l * l;
+  MaskDecoderOutput result;
+  result.masks = Tensor({static_cast<int64_t>(num_mask_tokens_), l, l});
+  for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
+    const int64_t rows = i1 - i0;
+    const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e, up_pixels = 4 * rows * l;
+    const auto scratch = uninitialized(std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
+    const auto up1 = uninitialized(up1_pixels * up1_c);
+    const auto up = uninitialized(up_pixels * up_c);
+    conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1.get(),
+                                   scratch.get());
+    add_rows_inplace(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels * up1_c);
+    add_layer_norm_rows(up1.get(), nullptr, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
+                        kLayerNorm2dEps);
+    gelu_exact_inplace(up1.get(), up1_pixels * up1_c);
+    conv_transpose_2x2_stride2_hwc(up1.get(), up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up.get(),
+                                   scratch.get());
+    const int64_t first_pixel = 4 * i0 * l;
+    add_rows_inplace(up.get(), image.feat_s0.data() + first_pixel * up_c, up_pixels * up_c);
+    gelu_exact_inplace(up.get(), up_pixels * up_c);
+    gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up.get(),
+          .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
+  });
+
+  result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
+  result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
+  return result;
 }
 
 }  // namespace sam2rt

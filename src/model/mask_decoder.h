@@ -11,32 +11,48 @@
 
 namespace sam2rt {
 
-// MaskDecoder.predict_masks for a batch of B prompts on one image: every mask
-// token's low-res logits and IoU, before any selection.
+// MaskDecoder.predict_masks for one prompt: every mask token's low-res logits and
+// IoU, before any selection.
 struct MaskDecoderOutput {
-  Tensor masks;                // [B, T, L, L], T = num_multimask_outputs + 1 mask tokens
-  Tensor iou;                  // [B, T] (sigmoid applied)
-  Tensor object_score_logits;  // [B]
+  Tensor masks;                    // [T, L, L], T = num_multimask_outputs + 1 mask tokens
+  Tensor iou;                      // [T] (sigmoid applied)
+  float object_score_logit = 0;
+};
+
+// What the decoder reuses across prompts on one image, channels-last.
+struct DecoderImageState {
+  Tensor image_embed;              // [E*E, C]
+  TransformerImageInput no_mask;   // for prompts without a mask input (src = image_embed + no_mask_embed)
+  Tensor feat_s1;                  // [(2E)^2, C/4]
+  Tensor feat_s0;                  // [(4E)^2, C/8]
 };
 
 // sam_mask_decoder.* of SAM 2.1 (use_high_res_features, pred_obj_scores with MLP).
 class MaskDecoder {
  public:
-  MaskDecoder(const ModelConfig& config, const WeightMap& weights);
+  // image_pe: get_dense_pe() [1, C, E, E].
+  MaskDecoder(const ModelConfig& config, const WeightMap& weights, const Tensor& image_pe);
 
   int num_mask_tokens() const { return num_mask_tokens_; }
 
-  // features: batch-1 image features shared by all prompts; image_pe [1, C, E, E];
-  // sparse [B, N, C] (same N for the whole batch, N may be 0); dense [B, C, E, E].
-  MaskDecoderOutput predict_masks(const DecoderFeatures& features, const Tensor& image_pe, const Tensor& sparse,
-                                  const Tensor& dense) const;
+  // Checks the feature shapes (Error naming the mismatch) and precomputes the
+  // per-image state; no_mask_embed: the dense embedding of a prompt without mask [1, C, E, E].
+  DecoderImageState prepare_image(const DecoderFeatures& features, const Tensor& no_mask_dense, int threads) const;
+
+  // The transformer input of a prompt with a mask input (dense [1, C, E, E]).
+  TransformerImageInput prepare_dense(const DecoderImageState& image, const Tensor& dense, int threads) const;
+
+  // sparse [1, N, C] (N may be 0); `input` is image.no_mask or prepare_dense's result.
+  MaskDecoderOutput predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
+                                  const Tensor& sparse, int threads) const;
 
  private:
   ModelConfig config_;
   int num_mask_tokens_;
+  Tensor image_pe_;  // [E*E, C]
   Tensor obj_score_token_, iou_token_, mask_tokens_;
   TwoWayTransformer transformer_;
-  Tensor upscale0_w_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_w_, upscale3_b_;
+  Tensor upscale0_taps_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_taps_, upscale3_b_;
   std::vector<DecoderMlp> hypernetworks_;
   DecoderMlp iou_head_;
   DecoderMlp obj_score_head_;

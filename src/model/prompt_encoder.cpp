@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "kernels/activation.h"
 #include "kernels/norm.h"
@@ -62,16 +63,39 @@ void PromptEncoder::encode_position(float x01, float y01, float* out) const {
 }
 
 Tensor PromptEncoder::dense_pe() const {
-  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
+  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim(), half = gaussian_matrix_.dim(1);
+  // Pixel centres of the E x E grid, normalised to [0, 1] (cumsum - 0.5, / size) in float32,
+  // then mapped to [-1, 1] on the float32 values as encode_position does.
+  auto centre = [e](int64_t i) {
+    const float x01 = (static_cast<float>(i + 1) - 0.5f) / static_cast<float>(e);
+    return static_cast<double>(2.0f * x01 - 1.0f);
+  };
+  // The angle 2 pi (cx g0[k] + cy g1[k]) splits into a column part and a row
+  // part, so E x C/2 sines and cosines of each (angle addition in double) replace
+  // E^2 x C/2 of the full angle.
+  std::vector<double> col_sin(static_cast<size_t>(e * half)), col_cos(col_sin.size());
+  std::vector<double> row_sin(col_sin.size()), row_cos(col_sin.size());
+  for (int64_t i = 0; i < e; ++i)
+    for (int64_t k = 0; k < half; ++k) {
+      const size_t at = static_cast<size_t>(i * half + k);
+      const double col_angle = 2.0 * std::numbers::pi * (centre(i) * gaussian_matrix_[k]);
+      const double row_angle = 2.0 * std::numbers::pi * (centre(i) * gaussian_matrix_[half + k]);
+      col_sin[at] = std::sin(col_angle);
+      col_cos[at] = std::cos(col_angle);
+      row_sin[at] = std::sin(row_angle);
+      row_cos[at] = std::cos(row_angle);
+    }
   Tensor pe({1, c, e, e});
-  std::vector<float> encoded(static_cast<size_t>(c));
-  for (int64_t i = 0; i < e; ++i) {
-    for (int64_t j = 0; j < e; ++j) {
-      // Pixel centres of the E x E grid, normalised to [0, 1] (cumsum - 0.5, / size) in float32.
-      const float x01 = (static_cast<float>(j + 1) - 0.5f) / static_cast<float>(e);
-      const float y01 = (static_cast<float>(i + 1) - 0.5f) / static_cast<float>(e);
-      encode_position(x01, y01, encoded.data());
-      for (int64_t ch = 0; ch < c; ++ch) pe[(ch * e + i) * e + j] = encoded[ch];
+  for (int64_t k = 0; k < half; ++k) {
+    float* sin_plane = pe.data() + k * e * e;
+    float* cos_plane = pe.data() + (half + k) * e * e;
+    for (int64_t i = 0; i < e; ++i) {
+      const double rs = row_sin[static_cast<size_t>(i * half + k)], rc = row_cos[static_cast<size_t>(i * half + k)];
+      for (int64_t j = 0; j < e; ++j) {
+        const double cs = col_sin[static_cast<size_t>(j * half + k)], cc = col_cos[static_cast<size_t>(j * half + k)];
+        sin_plane[i * e + j] = static_cast<float>(cs * rc + cc * rs);
+        cos_plane[i * e + j] = static_cast<float>(cc * rc - cs * rs);
+      }
     }
   }
   return pe;

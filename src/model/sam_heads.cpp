@@ -1,91 +1,118 @@
 #include "model/sam_heads.h"
 
 #include <algorithm>
-#include <map>
+#include <exception>
 
+#include "kernels/decoder_threads.h"
 #include "model/mask_postprocess.h"
 
 namespace sam2rt {
 
 namespace {
 
-// Bounds the decoder's working memory (per prompt a few image-sized maps) for huge batches.
-constexpr size_t kMaxDecoderBatch = 16;
-
-// Concatenates [1, ...] tensors along the first axis.
-Tensor stack_batch(const std::vector<Tensor>& items) {
-  Shape shape = items.front().shape();
-  shape[0] = static_cast<int64_t>(items.size());
-  Tensor y(shape);
-  float* out = y.data();
-  for (const Tensor& t : items) out = std::copy(t.begin(), t.end(), out);
-  return y;
+// Upscales the selected logits to the original size and clamps the low-res ones.
+void finish(MaskPrediction& r, int orig_w, int orig_h) {
+  r.masks = upscale_masks_to_original(r.low_res_masks, orig_w, orig_h);
+  r.low_res_masks = clamp_low_res_logits(r.low_res_masks);
 }
 
 }  // namespace
 
 SamHeads::SamHeads(const ModelConfig& config, const WeightMap& weights)
-    : config_(config), prompt_encoder_(config, weights), mask_decoder_(config, weights) {
-  dense_pe_ = prompt_encoder_.dense_pe();
+    : config_(config),
+      prompt_encoder_(config, weights),
+      dense_pe_(prompt_encoder_.dense_pe()),
+      no_mask_dense_(prompt_encoder_.embed_dense(Prompt{})),
+      mask_decoder_(config, weights, dense_pe_) {}
+
+DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features) const {
+  const DecoderThreads threads;
+  return mask_decoder_.prepare_image(features, no_mask_dense_, threads.count());
 }
 
-MaskPrediction SamHeads::predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
-                                 int orig_h) const {
-  return predict_batch(features, {prompt}, multimask, orig_w, orig_h).front();
-}
-
-std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderFeatures& features,
-                                                    const std::vector<Prompt>& prompts, bool multimask, int orig_w,
-                                                    int orig_h) const {
-  for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
-
-  std::vector<MaskPrediction> results(prompts.size());
-  std::map<int, std::vector<size_t>> groups;  // sparse token count -> prompt indices
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    groups[PromptEncoder::sparse_token_count(prompts[i])].push_back(i);
+MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
+                                int orig_h, int threads) const {
+  MaskPrediction r;
+  r.sparse_embeddings = prompt_encoder_.embed_sparse(prompt, orig_w, orig_h);
+  MaskDecoderOutput decoded;
+  if (prompt.mask_input.empty()) {
+    r.dense_embeddings = no_mask_dense_;
+    decoded = mask_decoder_.predict_masks(image, image.no_mask, r.sparse_embeddings, threads);
+  } else {
+    r.dense_embeddings = prompt_encoder_.embed_dense(prompt);
+    const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
+    decoded = mask_decoder_.predict_masks(image, input, r.sparse_embeddings, threads);
   }
 
   const int num_tokens = mask_decoder_.num_mask_tokens();
   const int64_t l = config_.low_res_mask_size(), pixels = l * l;
-  for (const auto& [token_count, members] : groups) {
-    for (size_t start = 0; start < members.size(); start += kMaxDecoderBatch) {
-      const std::vector<size_t> chunk(members.begin() + static_cast<std::ptrdiff_t>(start),
-                                      members.begin() + static_cast<std::ptrdiff_t>(std::min(members.size(), start + kMaxDecoderBatch)));
-      std::vector<Tensor> sparse, dense;
-      for (size_t i : chunk) {
-        sparse.push_back(prompt_encoder_.embed_sparse(prompts[i], orig_w, orig_h));
-        dense.push_back(prompt_encoder_.embed_dense(prompts[i]));
-      }
-      const MaskDecoderOutput decoded =
-          mask_decoder_.predict_masks(features, dense_pe_, stack_batch(sparse), stack_batch(dense));
+  const float* all_logits = decoded.masks.data();
+  const float* all_iou = decoded.iou.data();
+  r.all_low_res_logits = decoded.masks.reshaped({1, num_tokens, l, l});
+  r.all_iou.assign(all_iou, all_iou + num_tokens);
+  r.object_score_logit = decoded.object_score_logit;
 
-      for (size_t b = 0; b < chunk.size(); ++b) {
-        MaskPrediction& r = results[chunk[b]];
-        r.sparse_embeddings = sparse[b];
-        r.dense_embeddings = dense[b];
-        const float* all_logits = decoded.masks.data() + static_cast<int64_t>(b) * num_tokens * pixels;
-        const float* all_iou = decoded.iou.data() + static_cast<int64_t>(b) * num_tokens;
-        r.all_low_res_logits = Tensor({1, num_tokens, l, l});
-        std::copy_n(all_logits, num_tokens * pixels, r.all_low_res_logits.data());
-        r.all_iou.assign(all_iou, all_iou + num_tokens);
-        r.object_score_logit = decoded.object_score_logits[static_cast<int64_t>(b)];
+  const MaskSelection selection = select_mask_tokens(all_logits, pixels, all_iou, num_tokens, multimask, config_);
+  r.token_indices = selection.token_indices;
+  r.stability_score_token0 = selection.stability_score_token0;
+  r.single_mask_token_used = selection.single_mask_token_used;
 
-        const MaskSelection selection = select_mask_tokens(all_logits, pixels, all_iou, num_tokens, multimask, config_);
-        r.token_indices = selection.token_indices;
-        r.stability_score_token0 = selection.stability_score_token0;
-        r.single_mask_token_used = selection.single_mask_token_used;
+  r.low_res_masks = Tensor({static_cast<int64_t>(r.token_indices.size()), l, l});
+  for (size_t m = 0; m < r.token_indices.size(); ++m) {
+    std::copy_n(all_logits + r.token_indices[m] * pixels, pixels, r.low_res_masks.data() + static_cast<int64_t>(m) * pixels);
+    r.iou_predictions.push_back(all_iou[r.token_indices[m]]);
+  }
+  return r;
+}
 
-        Tensor low_res({static_cast<int64_t>(r.token_indices.size()), l, l});
-        for (size_t m = 0; m < r.token_indices.size(); ++m) {
-          std::copy_n(all_logits + r.token_indices[m] * pixels, pixels, low_res.data() + static_cast<int64_t>(m) * pixels);
-          r.iou_predictions.push_back(all_iou[r.token_indices[m]]);
-        }
-        r.masks = upscale_masks_to_original(low_res, orig_w, orig_h);
-        r.low_res_masks = clamp_low_res_logits(low_res);
-      }
+MaskPrediction SamHeads::predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
+                                 int orig_h) const {
+  validate_prompt(prompt, orig_w, orig_h, config_);
+  MaskPrediction r;
+  {
+    const DecoderThreads threads;
+    r = decode(image, prompt, multimask, orig_w, orig_h, threads.count());
+  }
+  finish(r, orig_w, orig_h);
+  return r;
+}
+
+MaskPrediction SamHeads::predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
+                                 int orig_h) const {
+  validate_prompt(prompt, orig_w, orig_h, config_);
+  return predict(prepare_image(features), prompt, multimask, orig_w, orig_h);
+}
+
+std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+                                                    bool multimask, int orig_w, int orig_h) const {
+  for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
+  if (prompts.size() == 1) return {predict(image, prompts.front(), multimask, orig_w, orig_h)};
+
+  std::vector<MaskPrediction> results(prompts.size());
+  const DecoderThreads threads;
+  std::exception_ptr failure;
+  const int64_t count = static_cast<int64_t>(prompts.size());
+  // Whole prompts per thread: no barrier inside a decode. An exception cannot
+  // leave an OpenMP region, so the first one is carried out and rethrown.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads.count())
+  for (int64_t i = 0; i < count; ++i) {
+    try {
+      MaskPrediction& r = results[static_cast<size_t>(i)];
+      r = decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1);
+      finish(r, orig_w, orig_h);
+    } catch (...) {
+#pragma omp critical(sam_heads_failure)
+      if (!failure) failure = std::current_exception();
     }
   }
+  if (failure) std::rethrow_exception(failure);
   return results;
+}
+
+std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
+                                                    bool multimask, int orig_w, int orig_h) const {
+  for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
+  return predict_batch(prepare_image(features), prompts, multimask, orig_w, orig_h);
 }
 
 }  // namespace sam2rt

@@ -20,7 +20,7 @@ struct MaskPrediction {
   std::vector<float> iou_predictions;  // M
   float object_score_logit = 0;
   Tensor sparse_embeddings;            // [1, N, C]
-  Tensor dense_embeddings;             // [1, C, E, E]
+  Tensor dense_embeddings;             // [1, C, E, E]; one shared read-only tensor for all prompts without mask input
   Tensor all_low_res_logits;           // [1, T, L, L], every mask token before selection
   std::vector<float> all_iou;          // T
   std::vector<int> token_indices;      // the mask token behind each returned mask
@@ -29,6 +29,10 @@ struct MaskPrediction {
 };
 
 // The prompt encoder and mask decoder of one model (sam_prompt_encoder.*, sam_mask_decoder.*).
+//
+// Threading: a single prediction splits the image rows of its large steps among
+// the caller's OpenMP threads; a batch gives whole prompts to the threads. Either
+// way the token-sized steps run on one thread (kernels/decoder_threads.h).
 class SamHeads {
  public:
   SamHeads(const ModelConfig& config, const WeightMap& weights);
@@ -37,22 +41,34 @@ class SamHeads {
   // copy so callers cannot alter the cached encoding.
   Tensor dense_pe() const { return dense_pe_.clone(); }
 
+  // Checks the features' shapes (Error naming the mismatch) and precomputes what
+  // every prompt on this image shares.
+  DecoderImageState prepare_image(const DecoderFeatures& features) const;
+
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
+  MaskPrediction predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
+                         int orig_h) const;
   MaskPrediction predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
                          int orig_h) const;
 
-  // Many prompts on one image. Prompts with the same number of sparse tokens run
-  // through the decoder together (the transformer and GEMMs see the whole group);
-  // results are in input order and equal predict() one by one. All prompts are
-  // validated before any work starts.
+  // Many prompts on one image; results are in input order and equal predict() one
+  // by one. All prompts are validated before any work starts.
+  std::vector<MaskPrediction> predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+                                            bool multimask, int orig_w, int orig_h) const;
   std::vector<MaskPrediction> predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
                                             bool multimask, int orig_w, int orig_h) const;
 
  private:
+  // Everything but the upscaling to the original size: masks is left empty and
+  // the selected low-res logits (unclamped) are returned in low_res_masks.
+  MaskPrediction decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w, int orig_h,
+                        int threads) const;
+
   ModelConfig config_;
   PromptEncoder prompt_encoder_;
-  MaskDecoder mask_decoder_;
   Tensor dense_pe_;
+  Tensor no_mask_dense_;
+  MaskDecoder mask_decoder_;
 };
 
 }  // namespace sam2rt

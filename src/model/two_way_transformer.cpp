@@ -1,9 +1,14 @@
 #include "model/two_way_transformer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/decoder_threads.h"
+#include "kernels/gemm.h"
 #include "kernels/norm.h"
 
 namespace sam2rt {
@@ -11,22 +16,13 @@ namespace sam2rt {
 namespace {
 
 constexpr float kTransformerLayerNormEps = 1e-5f;
+// Image rows per block of a row-parallel pass: enough for efficient GEMMs, small
+// enough to stay in cache and to balance two busy cores.
+constexpr int64_t kImageRowBlock = 256;
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y(a.shape());
-  for (int64_t i = 0; i < a.numel(); ++i) y[i] = a[i] + b[i];
-  return y;
-}
-
-// x [B, N, C] + pe [1, N, C] broadcast over the batch.
-Tensor add_position(const Tensor& x, const Tensor& pe) {
-  const int64_t per_item = pe.numel(), batch = x.numel() / per_item;
-  Tensor y(x.shape());
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* in = x.data() + b * per_item;
-    float* out = y.data() + b * per_item;
-    for (int64_t i = 0; i < per_item; ++i) out[i] = in[i] + pe[i];
-  }
+  add_rows(a.data(), b.data(), a.numel(), y.data());
   return y;
 }
 
@@ -43,18 +39,81 @@ DecoderAttention DecoderAttention::load(const WeightMap& weights, const std::str
   return a;
 }
 
+void DecoderAttention::attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                                        float* out) const {
+  const int64_t width = internal_dim(), head_dim = width / num_heads;
+  std::vector<float> mixed(static_cast<size_t>(nq * width));
+  attention({.nq = nq, .nk = nk, .heads = num_heads, .head_dim = head_dim, .q = q, .ldq = width, .k = k,
+             .ldk = width, .v = v, .ldv = width, .out = mixed.data(), .ldo = width,
+             .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
+  out_proj.apply(mixed.data(), nq, out);
+}
+
 Tensor DecoderAttention::operator()(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in) const {
   const Tensor q = q_proj(q_in), k = k_proj(k_in), v = v_proj(v_in);
-  const int64_t batch = q.dim(0), nq = q.dim(1), nk = k.dim(1), width = q.dim(2);
-  const int64_t head_dim = width / num_heads;
-  Tensor mixed({batch, nq, width});
-  for (int64_t b = 0; b < batch; ++b) {
-    attention({.nq = nq, .nk = nk, .heads = num_heads, .head_dim = head_dim, .q = q.data() + b * nq * width,
-               .ldq = width, .k = k.data() + b * nk * width, .ldk = width, .v = v.data() + b * nk * width,
-               .ldv = width, .out = mixed.data() + b * nq * width, .ldo = width,
-               .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
+  Tensor out({q_in.dim(0), out_proj.out_features()});
+  attend_projected(q.data(), q.dim(0), k.data(), v.data(), k.dim(0), out.data());
+  return out;
+}
+
+FoldedTokenAttention DecoderAttention::fold_tokens(const Tensor& token_k, const Tensor& token_v,
+                                                  bool project_queries) const {
+  const int64_t width = internal_dim(), head_dim = width / num_heads, tokens = token_k.dim(0);
+  const int64_t columns = num_heads * tokens, c = out_proj.out_features();
+  const int64_t in = project_queries ? q_proj.in_features() : width;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  FoldedTokenAttention f{.heads = num_heads,
+                         .tokens = tokens,
+                         .score_weight = Tensor({in, columns}),
+                         .score_bias = Tensor({columns}),
+                         .value_out = Tensor({columns, c}),
+                         .out_bias = out_proj.bias};
+  for (int64_t h = 0; h < num_heads; ++h)
+    for (int64_t j = 0; j < tokens; ++j) {
+      const int64_t column = h * tokens + j;
+      const float* key = token_k.data() + j * width + h * head_dim;
+      const float* value = token_v.data() + j * width + h * head_dim;
+      for (int64_t i = 0; i < in; ++i) {
+        double sum = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          const double w = project_queries ? q_proj.weight[(h * head_dim + d) * in + i] : (i == h * head_dim + d);
+          sum += w * key[d];
+        }
+        f.score_weight[i * columns + column] = static_cast<float>(sum * scale);
+      }
+      double bias = 0.0;
+      for (int64_t d = 0; d < head_dim && project_queries; ++d) bias += static_cast<double>(q_proj.bias[h * head_dim + d]) * key[d];
+      f.score_bias[column] = static_cast<float>(bias * scale);
+      for (int64_t o = 0; o < c; ++o) {
+        double sum = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) sum += static_cast<double>(value[d]) * out_proj.weight[o * width + h * head_dim + d];
+        f.value_out[column * c + o] = static_cast<float>(sum);
+      }
+    }
+  return f;
+}
+
+void FoldedTokenAttention::apply(const float* x, int64_t rows, float* out) const {
+  const int64_t in = score_weight.dim(0), columns = heads * tokens, c = value_out.dim(1);
+  std::vector<float> scores(static_cast<size_t>(rows * columns));
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(score_bias.data(), columns, scores.data() + r * columns);
+  gemm({.m = rows, .n = columns, .k = in, .a = x, .lda = in, .b = score_weight.data(), .ldb = columns,
+        .b_transposed = false, .c = scores.data(), .ldc = columns, .accumulate = true});
+  // Softmax over each head's tokens, as kernels/attention.h does it.
+  for (int64_t g = 0; g < rows * heads; ++g) {
+    float* group = scores.data() + g * tokens;
+    const float max = *std::max_element(group, group + tokens);
+    double sum = 0.0;
+    for (int64_t j = 0; j < tokens; ++j) {
+      group[j] = std::exp(group[j] - max);
+      sum += group[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < tokens; ++j) group[j] *= inv;
   }
-  return out_proj(mixed);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(out_bias.data(), c, out + r * c);
+  gemm({.m = rows, .n = c, .k = columns, .a = scores.data(), .lda = columns, .b = value_out.data(), .ldb = c,
+        .b_transposed = false, .c = out, .ldc = c, .accumulate = true});
 }
 
 DecoderLayerNorm DecoderLayerNorm::load(const WeightMap& weights, const std::string& prefix) {
@@ -81,16 +140,41 @@ TwoWayTransformer::TwoWayTransformer(const ModelConfig& config, const WeightMap&
     block.skip_first_layer_pe = (i == 0);
     layers_.push_back(std::move(block));
   }
+  if (layers_.empty()) throw Error("model config '" + config.name + "': decoder_depth must be at least 1");
   final_attn_token_to_image_ = DecoderAttention::load(weights, prefix + ".final_attn_token_to_image", heads);
   norm_final_attn_ = DecoderLayerNorm::load(weights, prefix + ".norm_final_attn");
 }
 
-std::pair<Tensor, Tensor> TwoWayTransformer::forward(const Tensor& tokens, const Tensor& image,
-                                                     const Tensor& image_pe) const {
+TransformerImageInput TwoWayTransformer::prepare_image(Tensor src, const Tensor& image_pe, int threads) const {
+  const TwoWayAttentionBlock& first = layers_.front();
+  const int64_t hw = src.dim(0), c = src.dim(1);
+  TransformerImageInput image{.src = std::move(src),
+                              .token_to_image_k = Tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
+                              .token_to_image_v = Tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
+                              .image_to_token_q = Tensor({hw, first.cross_attn_image_to_token.internal_dim()})};
+  for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0;
+    std::vector<float> with_pe(static_cast<size_t>(rows * c));
+    add_rows(image.src.data() + r0 * c, image_pe.data() + r0 * c, rows * c, with_pe.data());
+    auto at = [r0](Tensor& t) { return t.data() + r0 * t.dim(1); };
+    first.cross_attn_token_to_image.k_proj.apply(with_pe.data(), rows, at(image.token_to_image_k));
+    first.cross_attn_token_to_image.v_proj.apply(image.src.data() + r0 * c, rows, at(image.token_to_image_v));
+    first.cross_attn_image_to_token.q_proj.apply(with_pe.data(), rows, at(image.image_to_token_q));
+  });
+  return image;
+}
+
+TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const TransformerImageInput& image,
+                                                     const Tensor& image_pe, int threads) const {
   const Tensor& query_pe = tokens;
+  const int64_t hw = image.src.dim(0), c = image.src.dim(1);
   Tensor queries = tokens;
-  Tensor keys = image;
-  for (const TwoWayAttentionBlock& block : layers_) {
+  Tensor keys = image.src;  // read-only until the first block writes its own keys
+  // The keys and values the current block's token->image attention sees.
+  Tensor image_k = image.token_to_image_k, image_v = image.token_to_image_v;
+
+  for (size_t layer = 0; layer < layers_.size(); ++layer) {
+    const TwoWayAttentionBlock& block = layers_[layer];
     // The first block's self-attention sees no position encoding and replaces the
     // tokens instead of adding to them (official TwoWayAttentionBlock).
     if (block.skip_first_layer_pe) {
@@ -101,19 +185,51 @@ std::pair<Tensor, Tensor> TwoWayTransformer::forward(const Tensor& tokens, const
     }
     queries = block.norm1(queries);
 
-    Tensor q = add(queries, query_pe);
-    Tensor k = add_position(keys, image_pe);
-    queries = block.norm2(add(queries, block.cross_attn_token_to_image(q, k, keys)));
-
+    {
+      const DecoderAttention& attn = block.cross_attn_token_to_image;
+      const Tensor q = attn.q_proj(add(queries, query_pe));
+      Tensor attn_out({queries.dim(0), c});
+      attn.attend_projected(q.data(), q.dim(0), image_k.data(), image_v.data(), hw, attn_out.data());
+      queries = block.norm2(add(queries, attn_out));
+    }
     queries = block.norm3(add(queries, block.mlp(queries)));
 
-    q = add(queries, query_pe);
-    k = add_position(keys, image_pe);
-    keys = block.norm4(add(keys, block.cross_attn_image_to_token(k, q, queries)));
+    // Image -> token attention updates the keys row by row; the same pass projects
+    // the new keys for the next token -> image attention.
+    const DecoderAttention& attn = block.cross_attn_image_to_token;
+    const bool queries_cached = layer == 0;  // the first block's image queries come with the image
+    const FoldedTokenAttention folded =
+        attn.fold_tokens(attn.k_proj(add(queries, query_pe)), attn.v_proj(queries), !queries_cached);
+    const DecoderAttention& next =
+        layer + 1 < layers_.size() ? layers_[layer + 1].cross_attn_token_to_image : final_attn_token_to_image_;
+    const int64_t next_width = next.internal_dim();
+    Tensor new_keys({hw, c}), next_k({hw, next_width}), next_v({hw, next_width});
+    for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+      const int64_t rows = r1 - r0;
+      std::vector<float> with_pe(static_cast<size_t>(rows * c));
+      float* updated = new_keys.data() + r0 * c;
+      if (queries_cached) {
+        folded.apply(image.image_to_token_q.data() + r0 * attn.internal_dim(), rows, updated);
+      } else {
+        add_rows(keys.data() + r0 * c, image_pe.data() + r0 * c, rows * c, with_pe.data());
+        folded.apply(with_pe.data(), rows, updated);
+      }
+      add_layer_norm_rows(updated, keys.data() + r0 * c, rows, c, block.norm4.weight.data(), block.norm4.bias.data(),
+                          kTransformerLayerNormEps);
+
+      add_rows(updated, image_pe.data() + r0 * c, rows * c, with_pe.data());
+      next.k_proj.apply(with_pe.data(), rows, next_k.data() + r0 * next_width);
+      next.v_proj.apply(updated, rows, next_v.data() + r0 * next_width);
+    });
+    keys = new_keys;
+    image_k = next_k;
+    image_v = next_v;
   }
-  const Tensor q = add(queries, query_pe);
-  const Tensor k = add_position(keys, image_pe);
-  queries = norm_final_attn_(add(queries, final_attn_token_to_image_(q, k, keys)));
+
+  const Tensor q = final_attn_token_to_image_.q_proj(add(queries, query_pe));
+  Tensor attn_out({queries.dim(0), c});
+  final_attn_token_to_image_.attend_projected(q.data(), q.dim(0), image_k.data(), image_v.data(), hw, attn_out.data());
+  queries = norm_final_attn_(add(queries, attn_out));
   return {queries, keys};
 }
 

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -11,14 +10,40 @@
 
 namespace sam2rt {
 
+// Many image rows attending to a few tokens, with the token side folded into the
+// weights: per head h, q_h k_h^T = x (Wq_h^T k_h^T) + bq_h k_h^T and
+// P_h v_h Wo_h^T = P_h (v_h Wo_h^T), so a block of rows costs two GEMMs of width
+// heads * tokens instead of the q projection, per-head attention and out
+// projection. Same algebra as DecoderAttention, rounded in a different order.
+struct FoldedTokenAttention {
+  int64_t heads = 1, tokens = 0;
+  Tensor score_weight;  // [in, heads * tokens], the 1/sqrt(d) scale included
+  Tensor score_bias;    // [heads * tokens]
+  Tensor value_out;     // [heads * tokens, C]
+  Tensor out_bias;      // [C]
+
+  // Rows x [rows, in] -> attention output [rows, C] (out_proj applied).
+  void apply(const float* x, int64_t rows, float* out) const;
+};
+
 // transformer.Attention: q/k/v projections to the internal width (C, or C/2 for
 // the cross attentions), multi-head softmax(q k^T / sqrt(d)) v, out projection.
-// Inputs are batched [B, N, C]; every batch element attends only within itself.
 struct DecoderAttention {
   DecoderLinear q_proj, k_proj, v_proj, out_proj;
   int num_heads = 1;
   static DecoderAttention load(const WeightMap& weights, const std::string& prefix, int num_heads);
+  int64_t internal_dim() const { return q_proj.out_features(); }
+
+  // q [Nq, C], k and v [Nk, C] -> [Nq, C].
   Tensor operator()(const Tensor& q, const Tensor& k, const Tensor& v) const;
+  // The attention and out projection on inputs already projected by q/k/v_proj:
+  // q [nq, D], k and v [nk, D] rows -> out [nq, C] rows.
+  void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out) const;
+
+  // This attention with the given tokens' projected keys and values [T, D] folded
+  // in, for queries that are q_proj inputs [rows, C] (project_queries) or
+  // q_proj outputs [rows, D].
+  FoldedTokenAttention fold_tokens(const Tensor& token_k, const Tensor& token_v, bool project_queries) const;
 };
 
 struct DecoderLayerNorm {
@@ -36,16 +61,34 @@ struct TwoWayAttentionBlock {
   bool skip_first_layer_pe = false;
 };
 
+// The image side of the transformer before any prompt touches it: the flattened
+// src (image embedding + dense prompt embedding) and what the first block
+// computes from src alone, since its keys are still src. Every prompt with the
+// same dense embedding (all prompts without a mask input) shares it.
+struct TransformerImageInput {
+  Tensor src;               // [HW, C], channels-last
+  Tensor token_to_image_k;  // layers[0].cross_attn_token_to_image.k_proj(src + pe)  [HW, D]
+  Tensor token_to_image_v;  // layers[0].cross_attn_token_to_image.v_proj(src)       [HW, D]
+  Tensor image_to_token_q;  // layers[0].cross_attn_image_to_token.q_proj(src + pe)  [HW, D]
+};
+
 // sam_mask_decoder.transformer: depth TwoWayAttentionBlocks, then a final
-// token->image attention and LayerNorm.
+// token->image attention and LayerNorm. Runs one prompt at a time on
+// channels-last image rows; the image-side steps of a block run as one
+// row-parallel pass on `threads` threads (see kernels/decoder_threads.h).
 class TwoWayTransformer {
  public:
   TwoWayTransformer(const ModelConfig& config, const WeightMap& weights, const std::string& prefix);
 
-  // tokens [B, T, C] (also their own position encoding), image [B, HW, C] (the
-  // flattened src), image_pe [1, HW, C] shared by the batch.
-  // Returns (queries [B, T, C], keys [B, HW, C]).
-  std::pair<Tensor, Tensor> forward(const Tensor& tokens, const Tensor& image, const Tensor& image_pe) const;
+  // src [HW, C], image_pe [HW, C] (both channels-last).
+  TransformerImageInput prepare_image(Tensor src, const Tensor& image_pe, int threads) const;
+
+  struct Output {
+    Tensor queries;  // [T, C]
+    Tensor keys;     // [HW, C]
+  };
+  // tokens [T, C] (also their own position encoding).
+  Output forward(const Tensor& tokens, const TransformerImageInput& image, const Tensor& image_pe, int threads) const;
 
  private:
   std::vector<TwoWayAttentionBlock> layers_;

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/decoder_gelu.h"
+
+namespace sam2rt {
+namespace {
+
+// Units in the last place between two floats of the same sign region.
+int64_t ulp_distance(float a, float b) {
+  if (a == b) return 0;
+  int64_t steps = 0;
+  for (float x = std::min(a, b); x < std::max(a, b) && steps < 1000; ++steps)
+    x = std::nextafter(x, std::numeric_limits<float>::infinity());
+  return steps;
+}
+
+TEST(DecoderGelu, MatchesErfGeluToOneUlp) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(1 << 20);
+  for (float& v : x) v = normal(rng);
+  // Piece borders, the table's ends and beyond.
+  for (float v : {-9.0f, -8.0f, -7.9999f, -0.0625f, 0.0f, -0.0f, 1e-30f, 0.0625f, 7.9999f, 8.0f, 12.0f, 1e6f, -1e6f})
+    x.push_back(v);
+  std::vector<float> y = x;
+  gelu_exact_inplace(y.data(), static_cast<int64_t>(y.size()));
+  int64_t differing = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = gelu_exact_reference(x[i]);
+    const double abs_error = std::fabs(static_cast<double>(y[i]) - want);
+    ASSERT_TRUE(ulp_distance(y[i], want) <= 1 || abs_error < 1e-14) << "x = " << x[i] << ": " << y[i] << " vs " << want;
+    differing += y[i] != want;
+  }
+  // The table's ~2e-12 absolute error shows only where the double result lies near a
+  // float rounding boundary (and in the far negative tail, where Phi is tiny).
+  EXPECT_LT(differing, static_cast<int64_t>(x.size() / 20));
+}
+
+TEST(DecoderGelu, VectorPathEqualsPortableLoopBitForBit) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<float> x(100003);  // not a multiple of the vector width
+  for (float& v : x) v = normal(rng);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  x[6] = -std::numeric_limits<float>::infinity();
+  x[7] = 8.0f;
+  x[8] = -8.0f;
+  std::vector<float> fast = x, portable = x;
+  gelu_exact_inplace(fast.data(), static_cast<int64_t>(fast.size()));
+  gelu_exact_inplace_portable(portable.data(), static_cast<int64_t>(portable.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(portable[i])) {
+      EXPECT_TRUE(std::isnan(fast[i])) << "x = " << x[i];
+    } else {
+      ASSERT_EQ(fast[i], portable[i]) << "x = " << x[i];
+    }
+  }
+}
+
+TEST(DecoderGelu, KeepsNonFiniteValuesLikeTheFormula) {
+  float x[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
+  gelu_exact_inplace(x, 2);
+  EXPECT_TRUE(std::isnan(x[0]));
+  EXPECT_EQ(x[1], std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+}  // namespace sam2rt

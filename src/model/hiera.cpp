@@ -216,9 +216,9 @@ Tensor HieraTrunk::block(Tensor x, size_t index) const {
     attended_in.apply(layers.attn_proj, out_tokens, out.data(), Epilogue::accumulate);
   }
 
-  const GemmInput normed2 = normalized(out, layers.norm2, precision_, *pool_);
+  const GemmInput normed2 = normalized(out, layers.norm2, layers.mlp_in.precision(), *pool_);
   const int64_t hidden_width = layers.mlp_in.out_features();
-  if (precision_ == Precision::bf16) {
+  if (layers.mlp_in.precision() == Precision::bf16) {
     std::shared_ptr<void> hidden = pool_->bytes(static_cast<size_t>(out_tokens * hidden_width) * sizeof(uint16_t));
     auto* h = static_cast<uint16_t*>(hidden.get());
     {

@@ -56,7 +56,7 @@ TEST(ImageEncoderMicro, MatchesOfficialGoldens) {
   const ModelConfig config = load_config_yaml(dir + "/sam2.1_micro.yaml");
   const ImageEncoder encoder(config, synthetic_weights(config, 0));
   const SafetensorsFile golden = read_safetensors(dir + "/golden.safetensors");
-  const EncoderOutputs out = encoder.encode(golden.tensors.at("input"), {.position_encodings = true});
+  const EncoderOutputs out = encoder.encode(golden.tensors.at("input"), {.position_encodings = true, .trunk_outputs = true});
 
   const std::map<std::string, Tensor> named = by_golden_key(out);
   ASSERT_EQ(named.size(), 14u);  // patch_embed_pos, 4 stages, 3 levels, 3 pos, 3 decoder features
@@ -129,7 +129,7 @@ TEST(TinyEncoder, MatchesOfficialGoldens) {
   expect_matches_golden("input.dec32", testing::decimate(input, 32), golden.tensors.at("input.dec32"));
 
   const auto start = std::chrono::steady_clock::now();
-  const EncoderOutputs out = encoder.encode(input, {.position_encodings = true});
+  const EncoderOutputs out = encoder.encode(input, {.position_encodings = true, .trunk_outputs = true});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("  tiny encode at 1024 (position encodings included): %.2f s\n", seconds);
 
@@ -168,7 +168,7 @@ TEST(EncoderShapes, AllPresetsAtImageSize256) {
     const int64_t c0 = config.trunk.embed_dim, d = config.neck.d_model;
     const ImageEncoder encoder(config, synthetic_weights(config, 0));
     const auto start = std::chrono::steady_clock::now();
-    const EncoderOutputs out = encoder.encode(Tensor::filled({1, 3, 256, 256}, 0.25f), {.position_encodings = true});
+    const EncoderOutputs out = encoder.encode(Tensor::filled({1, 3, 256, 256}, 0.25f), {.position_encodings = true, .trunk_outputs = true});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("  %-10s encode at 256: %.2f s\n", name.c_str(), seconds);
 

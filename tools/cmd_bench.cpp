@@ -1,5 +1,6 @@
 #include <omp.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
@@ -9,7 +10,9 @@
 
 #include "api/predictor.h"
 #include "commands.h"
+#include "core/tensor_compare.h"
 #include "io/atomic_file.h"
+#include "kernels/stage_profile.h"
 #include "model/encoder_cost.h"
 #include "model_options.h"
 #include "timing_stats.h"
@@ -52,19 +55,85 @@ std::vector<Prompt> grid_prompts(int count, int width, int height) {
   return prompts;
 }
 
-TimingStats time_runs(int warmup, int runs, const std::function<void()>& body) {
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+// Wall-clock times of `runs` calls after `warmup` untimed ones. With cpu_per_thread,
+// also the process CPU time of each call divided by the thread count: on a shared
+// machine that is what the wall time would be with the cores to ourselves (if
+// the work is spread evenly), so it is reported next to it.
+TimingStats time_runs(int warmup, int runs, const std::function<void()>& body,
+                      const std::function<void()>& after_warmup = [] {}, TimingStats* cpu_per_thread = nullptr) {
   for (int i = 0; i < warmup; ++i) body();
-  std::vector<double> samples;
+  after_warmup();
+  std::vector<double> samples, cpu_samples;
   for (int i = 0; i < runs; ++i) {
+    const double cpu_start = process_cpu_ms();
     const auto start = std::chrono::steady_clock::now();
     body();
     samples.push_back(milliseconds_since(start));
+    cpu_samples.push_back((process_cpu_ms() - cpu_start) / omp_get_max_threads());
   }
+  if (cpu_per_thread) *cpu_per_thread = summarize(cpu_samples);
   return summarize(samples);
 }
 
 void print_row(const char* what, const TimingStats& s) {
   std::printf("%-30s %9.2f %9.2f %9.2f %9.2f %9.2f  (%d runs)\n", what, s.min, s.median, s.mean, s.max, s.std, s.runs);
+}
+
+Precision parse_precision(const std::string& name) { return name == "bf16" ? Precision::bf16 : Precision::fp32; }
+
+// IoU of the masks logits > 0 (an empty union counts as agreement).
+double mask_iou(const Tensor& a, const Tensor& b) {
+  int64_t both = 0, either = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const bool x = a[i] > 0.0f, y = b[i] > 0.0f;
+    both += x && y;
+    either += x || y;
+  }
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
+// How far the bf16 encoder is from the fp32 one on this image: every output
+// tensor and the thresholded masks of a few point prompts.
+nlohmann::json print_fidelity(std::shared_ptr<const Sam2Model> model, const RgbImage& image, int prompt_count) {
+  Predictor exact(model), fast(model);
+  exact.set_image(image, {.precision = Precision::fp32});
+  fast.set_image(image, {.precision = Precision::bf16});
+  const EncoderOutputs& e = exact.encoder_outputs();
+  const EncoderOutputs& f = fast.encoder_outputs();
+  std::vector<std::pair<std::string, std::pair<const Tensor*, const Tensor*>>> tensors = {
+      {"image_embed", {&e.decoder.image_embed, &f.decoder.image_embed}},
+      {"feat_s1", {&e.decoder.feat_s1, &f.decoder.feat_s1}},
+      {"feat_s0", {&e.decoder.feat_s0, &f.decoder.feat_s0}}};
+  for (size_t i = 0; i < e.neck_levels.size(); ++i) {
+    tensors.push_back({"neck.level" + std::to_string(i), {&e.neck_levels[i], &f.neck_levels[i]}});
+  }
+  nlohmann::json report = nlohmann::json::object();
+  std::printf("\nbf16 vs fp32 %-18s %12s %12s\n", "", "1-cos", "max|err|");
+  for (const auto& [name, pair] : tensors) {
+    const TensorDifference a = compare_tensors(*pair.second, *pair.first);
+    std::printf("  %-29s %12.3e %12.3e\n", name.c_str(), a.one_minus_cos, a.max_abs_err);
+    report[name] = {{"one_minus_cos", a.one_minus_cos}, {"max_abs_err", a.max_abs_err}};
+  }
+  double worst_iou = 1.0;
+  for (const Prompt& prompt : grid_prompts(prompt_count, image.width, image.height)) {
+    const MaskPrediction a = exact.predict(prompt, true), b = fast.predict(prompt, true);
+    for (int64_t m = 0; m < a.masks.dim(0); ++m) {
+      const int64_t pixels = a.masks.numel() / a.masks.dim(0);
+      const Tensor ma = Tensor::view({pixels}, const_cast<float*>(a.masks.data()) + m * pixels, nullptr);
+      const Tensor mb = Tensor::view({pixels}, const_cast<float*>(b.masks.data()) + m * pixels, nullptr);
+      worst_iou = std::min(worst_iou, mask_iou(ma, mb));
+    }
+  }
+  std::printf("  %-29s %12.4f  (worst of %d point prompts x 3 masks)\n", "thresholded mask IoU", worst_iou,
+              prompt_count);
+  report["worst_mask_iou"] = worst_iou;
+  return report;
 }
 
 struct BenchCommand {
@@ -74,6 +143,7 @@ struct BenchCommand {
   int runs = 50;
   int batch = 64;
   std::string precision = "fp32";
+  bool encoder_only = false;
   std::string json_path;
 
   void run() const {
@@ -88,12 +158,22 @@ struct BenchCommand {
     std::printf("sam2rt bench: %s, %dx%d image, %s, %d threads, %d warm-up + %d timed runs\n",
                 model.source().describe().c_str(), image.width, image.height, precision.c_str(), omp_get_max_threads(),
                 warmup, runs);
-    const TimingStats encoder = time_runs(warmup, runs, [&] { predictor.set_image(image); });
+    const EncodeOptions options{.precision = parse_precision(precision)};
+    TimingStats encoder_cpu;
+    const TimingStats encoder = time_runs(
+        warmup, runs, [&] { predictor.set_image(image, options); }, [] { stage_profile_reset(); }, &encoder_cpu);
+    if (stage_profile_enabled()) {
+      std::printf("\n");
+      stage_profile_print(stdout, runs);
+    }
 
     const std::vector<Prompt> prompts = grid_prompts(batch, image.width, image.height);
     const int decoder_runs = std::max(runs, 20);
-    const TimingStats decoder = time_runs(warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); });
-    const TimingStats batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
+    TimingStats decoder, batched;
+    if (!encoder_only) {
+      decoder = time_runs(warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); });
+      batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
+    }
     auto scale = [&](TimingStats s) {
       const double k = 1.0 / static_cast<double>(batch);
       s.min *= k, s.median *= k, s.mean *= k, s.max *= k, s.std *= k;
@@ -107,10 +187,13 @@ struct BenchCommand {
 
     std::printf("\n%-30s %9s %9s %9s %9s %9s\n", "ms", "min", "median", "mean", "max", "std");
     print_row("encoder", encoder);
-    print_row("decoder, 1 prompt", decoder);
+    print_row("encoder CPU time / threads", encoder_cpu);
     char label[64];
-    std::snprintf(label, sizeof label, "decoder, per prompt of %d", batch);
-    print_row(label, batched_per_prompt);
+    if (!encoder_only) {
+      print_row("decoder, 1 prompt", decoder);
+      std::snprintf(label, sizeof label, "decoder, per prompt of %d", batch);
+      print_row(label, batched_per_prompt);
+    }
     std::printf("\nload            %.1f ms\n", load_ms);
     std::printf("encoder work    %.1f GMAC (linear %.1f, attention %.1f, patch embed %.1f, neck %.1f)\n",
                 static_cast<double>(cost.total()) * 1e-9, static_cast<double>(cost.linear) * 1e-9,
@@ -118,6 +201,8 @@ struct BenchCommand {
                 static_cast<double>(cost.neck) * 1e-9);
     std::printf("encoder speed   %.1f GFLOP/s (2 x MACs / median time)\n", gflops);
     std::printf("peak RSS        %.0f MB\n", rss);
+    const nlohmann::json fidelity =
+        options.precision == Precision::bf16 ? print_fidelity(loaded, image, 4) : nlohmann::json();
 
     if (!json_path.empty()) {
       nlohmann::json report = {{"variant", config.name},
@@ -128,11 +213,17 @@ struct BenchCommand {
                                {"image_height", image.height},
                                {"load_ms", load_ms},
                                {"encoder_ms", to_json(encoder)},
+                               {"encoder_cpu_ms_per_thread", to_json(encoder_cpu)},
                                {"decoder_ms", to_json(decoder)},
                                {"decoder_batch" + std::to_string(batch) + "_ms_per_prompt", to_json(batched_per_prompt)},
                                {"encoder_gmac", static_cast<double>(cost.total()) * 1e-9},
                                {"encoder_gflops", gflops},
                                {"peak_rss_mb", rss}};
+      if (encoder_only) {
+        report.erase("decoder_ms");
+        report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");
+      }
+      if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
       write_file_atomically(json_path, report.dump(2) + "\n");
     }
   }
@@ -145,7 +236,8 @@ void register_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Benchmark load, encoder and decoder (warm-up runs, then timed runs; min/median/mean/max/std), achieved "
-      "GFLOP/s of the encoder and peak RSS.");
+      "GFLOP/s of the encoder and peak RSS. With --precision bf16 also the bf16-vs-fp32 fidelity table. "
+      "SAM2RT_PROFILE=1 adds a per-stage breakdown of the encoder.");
   command->model.add_to(*sub);
   sub->add_option("--image", command->image_path, "photo to encode (default: a synthetic gradient at the model's size)")
       ->check(CLI::ExistingFile);
@@ -154,7 +246,8 @@ void register_bench(CLI::App& app) {
   sub->add_option("--batch", command->batch, "prompts in the batched decoder run")->default_val(64)->check(CLI::Range(1, 1024));
   sub->add_option("--precision", command->precision, "arithmetic of the encoder")
       ->default_val("fp32")
-      ->check(CLI::IsMember({"fp32"}));
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  sub->add_flag("--encoder-only", command->encoder_only, "time the encoder only (skip the decoder runs)");
   sub->add_option("--json", command->json_path, "also write the results as JSON");
   sub->callback([command] { command->run(); });
 }

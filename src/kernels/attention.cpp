@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/softmax.h"
 
 namespace sam2rt {
 
@@ -30,17 +31,7 @@ void attention(const AttentionArgs& a) {
         }
         gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q.data(), .lda = a.head_dim,
               .b = a.k + h * a.head_dim, .ldb = a.ldk, .b_transposed = true, .c = scores.data(), .ldc = a.nk});
-        for (int64_t i = 0; i < rows; ++i) {
-          float* row = scores.data() + i * a.nk;
-          const float max = *std::max_element(row, row + a.nk);
-          double sum = 0.0;
-          for (int64_t j = 0; j < a.nk; ++j) {
-            row[j] = std::exp(row[j] - max);
-            sum += row[j];
-          }
-          const float inv = static_cast<float>(1.0 / sum);
-          for (int64_t j = 0; j < a.nk; ++j) row[j] *= inv;
-        }
+        softmax_rows(scores.data(), rows, a.nk, a.nk);
         gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores.data(), .lda = a.nk, .b = a.v + h * a.head_dim,
               .ldb = a.ldv, .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
       }

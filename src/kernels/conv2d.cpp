@@ -17,7 +17,7 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 }  // namespace
 
 Tensor conv2d_to_hwc(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride,
-                     int64_t padding) {
+                     int64_t padding, BufferPool* pool) {
   if (input.rank() != 4 || input.dim(0) != 1 || weight.rank() != 4 || weight.dim(1) != input.dim(1)) {
     throw Error("conv2d: input " + shape_to_string(input.shape()) + " does not match weight " +
                 shape_to_string(weight.shape()));
@@ -32,7 +32,7 @@ Tensor conv2d_to_hwc(const Tensor& input, const Tensor& weight, const Tensor& bi
 
   // Row (oy, ox) of `patches` holds the receptive field in the weight's (cin, ky, kx) order.
   const int64_t patch = cin * kh * kw;
-  Tensor patches({oh * ow, patch});
+  Tensor patches = pool ? pool->tensor({oh * ow, patch}) : Tensor({oh * ow, patch});
   const float* src = input.data();
 #pragma omp parallel for schedule(static)
   for (int64_t oy = 0; oy < oh; ++oy) {
@@ -50,7 +50,7 @@ Tensor conv2d_to_hwc(const Tensor& input, const Tensor& weight, const Tensor& bi
       }
     }
   }
-  Tensor out({oh, ow, cout});
+  Tensor out = pool ? pool->tensor({oh, ow, cout}) : Tensor({oh, ow, cout});
   if (!bias.empty()) {
     for (int64_t t = 0; t < oh * ow; ++t) std::copy(bias.begin(), bias.end(), out.data() + t * cout);
   }

@@ -85,4 +85,21 @@ Tensor upsample_nearest2x_hwc(const Tensor& hwc) {
   return out;
 }
 
+void add_upsampled_nearest2x_inplace(Tensor& x, const Tensor& coarse) {
+  if (coarse.rank() != 3 || x.rank() != 3 || x.dim(0) != 2 * coarse.dim(0) || x.dim(1) != 2 * coarse.dim(1) ||
+      x.dim(2) != coarse.dim(2)) {
+    throw Error("add_upsampled_nearest2x: " + shape_to_string(x.shape()) + " is not twice " +
+                shape_to_string(coarse.shape()));
+  }
+  const int64_t h = x.dim(0), w = x.dim(1), c = x.dim(2), cw = coarse.dim(1);
+#pragma omp parallel for schedule(static) if (x.numel() > (1 << 16))
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t xx = 0; xx < w; ++xx) {
+      float* dst = x.data() + (y * w + xx) * c;
+      const float* src = coarse.data() + ((y / 2) * cw + xx / 2) * c;
+      for (int64_t i = 0; i < c; ++i) dst[i] += src[i];
+    }
+  }
+}
+
 }  // namespace sam2rt

@@ -16,4 +16,8 @@ Tensor resize_bicubic(const Tensor& nchw, int64_t out_h, int64_t out_w);
 // [H, W, C] -> [2H, 2W, C], out[y, x] = in[y / 2, x / 2].
 Tensor upsample_nearest2x_hwc(const Tensor& hwc);
 
+// x += upsample_nearest2x_hwc(coarse) without materialising the upsampled map:
+// x [2H, 2W, C], coarse [H, W, C].
+void add_upsampled_nearest2x_inplace(Tensor& x, const Tensor& coarse);
+
 }  // namespace sam2rt

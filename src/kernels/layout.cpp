@@ -8,15 +8,17 @@ namespace sam2rt {
 
 namespace {
 
-// dst[j, i] = src[i, j] for a rows x cols matrix, in cache-sized tiles.
+// dst[j, i] = src[i, j] for a rows x cols matrix, in cache-sized tiles. The
+// inner loop writes consecutive addresses: strided writes across far-apart rows
+// would touch a new page per element.
 void transpose(const float* src, float* dst, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = 64;
 #pragma omp parallel for collapse(2) schedule(static) if (rows * cols > (1 << 16))
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+  for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
       const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
     }
   }
 }
@@ -29,6 +31,15 @@ Tensor hwc_to_nchw(const Tensor& hwc) {
   Tensor out({1, c, h, w});
   transpose(hwc.data(), out.data(), h * w, c);
   return out;
+}
+
+void hwc_to_nchw_into(const Tensor& hwc, Tensor& nchw) {
+  if (hwc.rank() != 3) throw Error("hwc_to_nchw: expected [H, W, C], got " + shape_to_string(hwc.shape()));
+  const Shape expected = {1, hwc.dim(2), hwc.dim(0), hwc.dim(1)};
+  if (nchw.shape() != expected) {
+    throw Error("hwc_to_nchw: output is " + shape_to_string(nchw.shape()) + ", expected " + shape_to_string(expected));
+  }
+  transpose(hwc.data(), nchw.data(), hwc.dim(0) * hwc.dim(1), hwc.dim(2));
 }
 
 Tensor nchw_to_hwc(const Tensor& nchw) {

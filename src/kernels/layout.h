@@ -8,5 +8,7 @@ namespace sam2rt {
 // and the NCHW [1, C, H, W] layout of the public outputs.
 Tensor hwc_to_nchw(const Tensor& hwc);
 Tensor nchw_to_hwc(const Tensor& nchw);
+// hwc_to_nchw into a caller-provided [1, C, H, W] tensor (e.g. from a BufferPool).
+void hwc_to_nchw_into(const Tensor& hwc, Tensor& nchw);
 
 }  // namespace sam2rt

@@ -1,10 +1,94 @@
 #include "kernels/norm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 
+// Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace sam2rt {
+
+namespace {
+
+inline void store_row_value(float* y, float v) { *y = v; }
+inline void store_row_value(uint16_t* y, float v) { *y = simd::to_bf16(v); }
+
+template <int Lanes, class Out>
+[[gnu::always_inline]] inline void layer_norm_row(const float* x, int64_t c, const float* w, const float* b, float eps,
+                                                  Out* y) {
+  using V = typename simd::Types<Lanes>::F;
+  const int64_t vec_end = c / Lanes * Lanes;
+  V acc{};
+  for (int64_t i = 0; i < vec_end; i += Lanes) acc += simd::load<V>(x + i);
+  float sum = simd::reduce_add(acc);
+  for (int64_t i = vec_end; i < c; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(c);
+  acc = V{};
+  for (int64_t i = 0; i < vec_end; i += Lanes) {
+    const V d = simd::load<V>(x + i) - mean;
+    acc += d * d;
+  }
+  float sq = simd::reduce_add(acc);
+  for (int64_t i = vec_end; i < c; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const float inv = 1.0f / std::sqrt(sq / static_cast<float>(c) + eps);
+  for (int64_t i = 0; i < vec_end; i += Lanes) {
+    const V v = (simd::load<V>(x + i) - mean) * inv * simd::load<V>(w + i) + simd::load<V>(b + i);
+    if constexpr (sizeof(Out) == sizeof(float)) {
+      simd::store(y + i, v);
+    } else {
+      for (int l = 0; l < Lanes; ++l) y[i + l] = simd::to_bf16(v[l]);
+    }
+  }
+  for (int64_t i = vec_end; i < c; ++i) store_row_value(y + i, (x[i] - mean) * inv * w[i] + b[i]);
+}
+
+// Each path holds its own OpenMP loop: GCC outlines a parallel region before
+// inlining, and the outlined body keeps the target of the function it is in.
+template <class Out>
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void layer_norm_avx512(const float* x, int64_t ldx, int64_t rows,
+                                                                   int64_t c, const float* w, const float* b,
+                                                                   float eps, Out* y, int64_t ldy) {
+#pragma omp parallel for schedule(static) if (rows > 64)
+  for (int64_t r = 0; r < rows; ++r) layer_norm_row<16>(x + r * ldx, c, w, b, eps, y + r * ldy);
+}
+
+template <class Out>
+[[gnu::target("avx2,fma")]] void layer_norm_avx2(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w,
+                                                 const float* b, float eps, Out* y, int64_t ldy) {
+#pragma omp parallel for schedule(static) if (rows > 64)
+  for (int64_t r = 0; r < rows; ++r) layer_norm_row<8>(x + r * ldx, c, w, b, eps, y + r * ldy);
+}
+
+template <class Out>
+void layer_norm_baseline(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w, const float* b,
+                         float eps, Out* y, int64_t ldy) {
+#pragma omp parallel for schedule(static) if (rows > 64)
+  for (int64_t r = 0; r < rows; ++r) layer_norm_row<4>(x + r * ldx, c, w, b, eps, y + r * ldy);
+}
+
+template <class Out>
+void layer_norm_dispatch(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w, const float* b,
+                         float eps, Out* y, int64_t ldy, SimdLevel level) {
+  switch (std::min(level, best_simd_level())) {
+    case SimdLevel::avx512: return layer_norm_avx512(x, ldx, rows, c, w, b, eps, y, ldy);
+    case SimdLevel::avx2: return layer_norm_avx2(x, ldx, rows, c, w, b, eps, y, ldy);
+    case SimdLevel::baseline: return layer_norm_baseline(x, ldx, rows, c, w, b, eps, y, ldy);
+  }
+}
+
+}  // namespace
+
+void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
+                     const float* bias, float eps, float* y, int64_t ldy, SimdLevel level) {
+  layer_norm_dispatch(x, ldx, rows, channels, weight, bias, eps, y, ldy, level);
+}
+
+void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
+                     const float* bias, float eps, uint16_t* y, int64_t ldy, SimdLevel level) {
+  layer_norm_dispatch(x, ldx, rows, channels, weight, bias, eps, y, ldy, level);
+}
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   const int64_t c = x.dim(-1);

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <cstdint>
+
 #include "core/tensor.h"
+#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -10,5 +13,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 
 // LayerNorm2d over the channel axis of an NCHW tensor (SAM's LayerNorm2d), eps 1e-6.
 Tensor layer_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps);
+
+// The fast row-wise LayerNorm the encoder uses: single precision, vectorised,
+// rows split over the OpenMP threads. x and y are [rows, channels] with row
+// strides ldx / ldy; y may be float or bfloat16 (uint16_t) for a bf16 GEMM.
+void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
+                     const float* bias, float eps, float* y, int64_t ldy, SimdLevel level = best_simd_level());
+void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
+                     const float* bias, float eps, uint16_t* y, int64_t ldy, SimdLevel level = best_simd_level());
 
 }  // namespace sam2rt

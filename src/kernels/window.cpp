@@ -8,32 +8,57 @@
 
 namespace sam2rt {
 
+namespace {
+
+void expect_shape(const Tensor& t, const Shape& shape, const char* what) {
+  if (t.shape() != shape) {
+    throw Error(std::string(what) + ": output is " + shape_to_string(t.shape()) + ", expected " +
+                shape_to_string(shape));
+  }
+}
+
+}  // namespace
+
 int64_t windows_along(int64_t size, int64_t window) { return (size + window - 1) / window; }
 
-Tensor window_partition(const Tensor& hwc, int64_t window) {
+void window_partition_into(const Tensor& hwc, int64_t window, const float* pad_token, Tensor& out) {
   if (hwc.rank() != 3) throw Error("window_partition: expected [H, W, C], got " + shape_to_string(hwc.shape()));
   if (window < 1) throw Error("window_partition: window must be positive");
   const int64_t h = hwc.dim(0), w = hwc.dim(1), c = hwc.dim(2);
   const int64_t nwh = windows_along(h, window), nww = windows_along(w, window);
-  Tensor out({nwh * nww, window, window, c});  // zero-initialised: the padding
+  expect_shape(out, {nwh * nww, window, window, c}, "window_partition");
+  const size_t token_bytes = static_cast<size_t>(c) * sizeof(float);
 #pragma omp parallel for collapse(2) schedule(static) if (out.numel() > (1 << 16))
   for (int64_t wy = 0; wy < nwh; ++wy) {
     for (int64_t y = 0; y < window; ++y) {
       const int64_t gy = wy * window + y;
-      if (gy >= h) continue;
       for (int64_t wx = 0; wx < nww; ++wx) {
         const int64_t x0 = wx * window;
-        const int64_t run = std::min(window, w - x0);
-        if (run <= 0) continue;
+        const int64_t run = gy < h ? std::clamp<int64_t>(w - x0, 0, window) : 0;
         float* dst = out.data() + (((wy * nww + wx) * window + y) * window) * c;
-        std::memcpy(dst, hwc.data() + (gy * w + x0) * c, static_cast<size_t>(run * c) * sizeof(float));
+        if (run > 0) std::memcpy(dst, hwc.data() + (gy * w + x0) * c, static_cast<size_t>(run) * token_bytes);
+        for (int64_t x = run; x < window; ++x) {
+          if (pad_token) {
+            std::memcpy(dst + x * c, pad_token, token_bytes);
+          } else {
+            std::memset(dst + x * c, 0, token_bytes);
+          }
+        }
       }
     }
   }
+}
+
+Tensor window_partition(const Tensor& hwc, int64_t window) {
+  if (hwc.rank() != 3) throw Error("window_partition: expected [H, W, C], got " + shape_to_string(hwc.shape()));
+  if (window < 1) throw Error("window_partition: window must be positive");
+  const int64_t nwh = windows_along(hwc.dim(0), window), nww = windows_along(hwc.dim(1), window);
+  Tensor out({nwh * nww, window, window, hwc.dim(2)});
+  window_partition_into(hwc, window, nullptr, out);
   return out;
 }
 
-Tensor window_unpartition(const Tensor& windows, int64_t window, int64_t height, int64_t width) {
+void window_unpartition_into(const Tensor& windows, int64_t window, int64_t height, int64_t width, Tensor& out) {
   if (window < 1 || height < 1 || width < 1) throw Error("window_unpartition: sizes must be positive");
   const int64_t nwh = windows_along(height, window), nww = windows_along(width, window);
   const int64_t c = windows.dim(-1);
@@ -43,7 +68,7 @@ Tensor window_unpartition(const Tensor& windows, int64_t window, int64_t height,
                 std::to_string(window) + " for a " + std::to_string(height) + "x" + std::to_string(width) +
                 " grid");
   }
-  Tensor out({height, width, c});
+  expect_shape(out, {height, width, c}, "window_unpartition");
 #pragma omp parallel for schedule(static) if (out.numel() > (1 << 16))
   for (int64_t gy = 0; gy < height; ++gy) {
     const int64_t wy = gy / window, y = gy % window;
@@ -54,17 +79,23 @@ Tensor window_unpartition(const Tensor& windows, int64_t window, int64_t height,
       std::memcpy(out.data() + (gy * width + x0) * c, src, static_cast<size_t>(run * c) * sizeof(float));
     }
   }
+}
+
+Tensor window_unpartition(const Tensor& windows, int64_t window, int64_t height, int64_t width) {
+  if (window < 1 || height < 1 || width < 1) throw Error("window_unpartition: sizes must be positive");
+  Tensor out({height, width, windows.dim(-1)});
+  window_unpartition_into(windows, window, height, width, out);
   return out;
 }
 
-Tensor max_pool2x2(const Tensor& x, int64_t channel_offset, int64_t channels) {
+void max_pool2x2_into(const Tensor& x, int64_t channel_offset, int64_t channels, Tensor& out) {
   if (x.rank() != 4) throw Error("max_pool2x2: expected [N, H, W, C], got " + shape_to_string(x.shape()));
   const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), stride = x.dim(3);
   if (channel_offset < 0 || channels < 1 || channel_offset + channels > stride) {
     throw Error("max_pool2x2: channels out of range for " + shape_to_string(x.shape()));
   }
   const int64_t oh = h / 2, ow = w / 2;
-  Tensor out({n, oh, ow, channels});
+  expect_shape(out, {n, oh, ow, channels}, "max_pool2x2");
 #pragma omp parallel for collapse(2) schedule(static) if (out.numel() > (1 << 15))
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t oy = 0; oy < oh; ++oy) {
@@ -78,6 +109,12 @@ Tensor max_pool2x2(const Tensor& x, int64_t channel_offset, int64_t channels) {
       }
     }
   }
+}
+
+Tensor max_pool2x2(const Tensor& x, int64_t channel_offset, int64_t channels) {
+  if (x.rank() != 4) throw Error("max_pool2x2: expected [N, H, W, C], got " + shape_to_string(x.shape()));
+  Tensor out({x.dim(0), x.dim(1) / 2, x.dim(2) / 2, channels});
+  max_pool2x2_into(x, channel_offset, channels, out);
   return out;
 }
 

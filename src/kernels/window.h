@@ -25,4 +25,11 @@ Tensor window_unpartition(const Tensor& windows, int64_t window, int64_t height,
 Tensor max_pool2x2(const Tensor& x, int64_t channel_offset, int64_t channels);
 inline Tensor max_pool2x2(const Tensor& x) { return max_pool2x2(x, 0, x.dim(-1)); }
 
+// The same three into caller-provided tensors of the result's shape (e.g. from a
+// BufferPool, not zeroed). window_partition_into sets every padding token to
+// pad_token (C values), or to zeros when pad_token is null.
+void window_partition_into(const Tensor& hwc, int64_t window, const float* pad_token, Tensor& out);
+void window_unpartition_into(const Tensor& windows, int64_t window, int64_t height, int64_t width, Tensor& out);
+void max_pool2x2_into(const Tensor& x, int64_t channel_offset, int64_t channels, Tensor& out);
+
 }  // namespace sam2rt

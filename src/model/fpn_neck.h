@@ -1,29 +1,33 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
 #include "core/weights.h"
+#include "kernels/buffer_pool.h"
+#include "kernels/matmul.h"
 #include "model/config.h"
-#include "model/hiera.h"
 
 namespace sam2rt {
 
 // FpnNeck (sam2/modeling/backbones/image_encoder.py): a 1x1 lateral conv per
 // trunk stage to d_model channels; only the levels in fpn_top_down_levels add
 // the nearest x2 upsampling of the next-lower-resolution output (computed top
-// down). No output convs.
+// down). No output convs. Runs in float32.
 class FpnNeck {
  public:
-  FpnNeck(const NeckConfig& config, const WeightMap& weights);
+  // Activations come from `pool`.
+  FpnNeck(const NeckConfig& config, const WeightMap& weights, std::shared_ptr<BufferPool> pool);
 
   // Trunk stage outputs, token-major, highest resolution first -> the FPN levels
   // (before scalp), token-major [H_i, W_i, d_model], highest resolution first.
   std::vector<Tensor> forward(const std::vector<Tensor>& stages) const;
 
  private:
-  std::vector<WeightAndBias> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
+  std::vector<PackedLinear> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
   std::vector<int> top_down_levels_;
+  std::shared_ptr<BufferPool> pool_;
 };
 
 }  // namespace sam2rt

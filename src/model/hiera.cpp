@@ -5,14 +5,14 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "kernels/bf16.h"
 #include "kernels/conv2d.h"
 #include "kernels/elementwise.h"
 #include "kernels/interpolate.h"
 #include "kernels/layout.h"
-#include "kernels/linear.h"
 #include "kernels/norm.h"
+#include "kernels/stage_profile.h"
 #include "kernels/window.h"
 
 namespace sam2rt {
@@ -21,26 +21,62 @@ namespace {
 
 constexpr float kHieraNormEps = 1e-6f;
 
-Tensor layer_norm(const Tensor& x, const WeightAndBias& norm) {
-  return sam2rt::layer_norm(x, norm.weight, norm.bias, kHieraNormEps);
-}
-
-Tensor linear(const Tensor& x, const WeightAndBias& layer) { return sam2rt::linear(x, layer.weight, layer.bias); }
-
 WeightAndBias read_layer(const WeightMap& weights, const std::string& prefix) {
   return {weights.at(prefix + ".weight"), weights.at(prefix + ".bias")};
 }
 
+PackedLinear packed_layer(const WeightMap& weights, const std::string& prefix, Precision precision) {
+  return PackedLinear(weights.at(prefix + ".weight"), weights.at(prefix + ".bias"), precision);
+}
+
+// A GEMM input: float32 rows, or the same rows rounded to bfloat16.
+struct GemmInput {
+  Tensor f32;
+  std::shared_ptr<void> bf16;
+
+  void apply(const PackedLinear& layer, int64_t rows, float* y, Epilogue epilogue) const {
+    if (bf16) {
+      layer.forward(static_cast<const uint16_t*>(bf16.get()), rows, y, epilogue);
+    } else {
+      layer.forward(f32.data(), rows, y, epilogue);
+    }
+  }
+};
+
+// LayerNorm of x [.., C] with eps 1e-6, written in the GEMMs' input type.
+GemmInput normalized(const Tensor& x, const WeightAndBias& norm, Precision precision, BufferPool& pool) {
+  ScopedStage stage("layer_norm");
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  GemmInput out;
+  if (precision == Precision::bf16) {
+    out.bf16 = pool.bytes(static_cast<size_t>(x.numel()) * sizeof(uint16_t));
+    layer_norm_rows(x.data(), c, rows, c, norm.weight.data(), norm.bias.data(), kHieraNormEps,
+                    static_cast<uint16_t*>(out.bf16.get()), c);
+  } else {
+    out.f32 = pool.tensor(x.shape());
+    layer_norm_rows(x.data(), c, rows, c, norm.weight.data(), norm.bias.data(), kHieraNormEps, out.f32.data(), c);
+  }
+  return out;
+}
+
+GemmInput as_gemm_input(const Tensor& x, Precision precision, BufferPool& pool) {
+  if (precision == Precision::fp32) return {x, nullptr};
+  ScopedStage stage("to_bf16");
+  GemmInput out;
+  out.bf16 = pool.bytes(static_cast<size_t>(x.numel()) * sizeof(uint16_t));
+  convert_to_bf16(x.data(), static_cast<uint16_t*>(out.bf16.get()), x.numel());
+  return out;
+}
+
 // Scaled dot-product attention inside every window. `qkv` [N, h, w, 3*C] holds
 // per token (q | k | v), each `heads` x C/heads; `pooled_q` [N, h', w', C], when
-// given, replaces the q of qkv. Returns [N, h', w', C] (h', w' = the query grid).
-Tensor attend_within_windows(const Tensor& qkv, const Tensor& pooled_q, int heads) {
+// given, replaces the q of qkv. Writes `out` [N, h', w', C].
+void attend_within_windows(const Tensor& qkv, const Tensor& pooled_q, int heads, Tensor& out) {
+  ScopedStage stage(qkv.dim(0) == 1 ? "attention (global)" : "attention (windows)");
   const int64_t windows = qkv.dim(0), keys = qkv.dim(1) * qkv.dim(2), width = qkv.dim(3) / 3;
   const bool pooled = !pooled_q.empty();
-  const int64_t qh = pooled ? pooled_q.dim(1) : qkv.dim(1), qw = pooled ? pooled_q.dim(2) : qkv.dim(2);
-  const int64_t queries = qh * qw;
+  const int64_t queries = out.dim(1) * out.dim(2);
   const int64_t head_dim = width / heads;
-  Tensor out({windows, qh, qw, width});
   // Few large windows (global attention) parallelise inside attention(); many
   // small ones across windows.
   const bool across_windows = windows >= omp_get_max_threads();
@@ -61,34 +97,8 @@ Tensor attend_within_windows(const Tensor& qkv, const Tensor& pooled_q, int head
     args.out = out.data() + n * queries * width;
     args.ldo = width;
     args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-    attention(args);
+    sam2rt::attention(args);
   }
-  return out;
-}
-
-// MultiScaleAttention on the normalised input x [H, W, dim], windowed or global.
-// Window partitioning zero-pads the grid; the padded tokens are not masked (they
-// attend and are attended to with k = v = the qkv bias), as in the official code.
-Tensor multi_scale_attention(const Tensor& x, const HieraBlockSpec& spec, const HieraBlockWeights& w) {
-  const int64_t height = x.dim(0), width = x.dim(1);
-  const bool windowed = spec.window > 0;
-  const Tensor windows = windowed ? window_partition(x, spec.window) : x.reshaped({1, height, width, x.dim(2)});
-  const Tensor qkv = linear(windows, w.qkv);
-  const Tensor pooled_q = spec.q_pool ? max_pool2x2(qkv, 0, spec.dim_out) : Tensor();
-  Tensor attended = attend_within_windows(qkv, pooled_q, spec.heads);
-
-  const int64_t out_height = spec.q_pool ? height / 2 : height;
-  const int64_t out_width = spec.q_pool ? width / 2 : width;
-  Tensor tokens = windowed ? window_unpartition(attended, attended.dim(1), out_height, out_width)
-                           : attended.reshaped({out_height, out_width, spec.dim_out});
-  // proj is per token, so applying it after cropping the padding is the same.
-  return linear(tokens, w.attn_proj);
-}
-
-Tensor mlp(const Tensor& x, const HieraBlockWeights& w) {
-  Tensor hidden = linear(x, w.mlp_in);
-  gelu_inplace(hidden);
-  return linear(hidden, w.mlp_out);
 }
 
 }  // namespace
@@ -132,18 +142,100 @@ std::vector<HieraBlockSpec> hiera_block_specs(const HieraConfig& config) {
   return specs;
 }
 
-Tensor hiera_block(const Tensor& x, const HieraBlockSpec& spec, const HieraBlockWeights& w) {
-  const Tensor normed = layer_norm(x, w.norm1);
-  Tensor residual = x;
-  if (spec.dim != spec.dim_out) {
-    // The widening residual projects the NORMALISED input, then pools it.
-    residual = linear(normed, w.proj);
-    if (spec.q_pool) residual = max_pool2x2(residual.reshaped({1, x.dim(0), x.dim(1), spec.dim_out}));
-    residual = residual.reshaped({residual.dim(-3), residual.dim(-2), spec.dim_out});
+Tensor HieraTrunk::attention(const Tensor& qkv_grid, size_t index) const {
+  // MultiScaleAttention on the qkv of the normalised input, windowed or global.
+  // The official code zero-pads the normalised map before qkv; a zero token's
+  // qkv is the bias, so padding the qkv map with the bias is the same. Padded
+  // tokens are not masked (they attend and are attended to), as officially.
+  const HieraBlockSpec& spec = specs_[index];
+  const HieraBlockLayers& layers = blocks_[index];
+  const int64_t height = qkv_grid.dim(0), width = qkv_grid.dim(1), channels = qkv_grid.dim(2);
+  const bool windowed = spec.window > 0;
+  Tensor windows;
+  if (windowed) {
+    ScopedStage stage("window partition");
+    const int64_t w = spec.window;
+    windows = pool_->tensor({windows_along(height, w) * windows_along(width, w), w, w, channels});
+    window_partition_into(qkv_grid, w, layers.qkv_bias.data(), windows);
+  } else {
+    windows = qkv_grid.reshaped({1, height, width, channels});
   }
-  Tensor out = multi_scale_attention(normed, spec, w);
-  add_inplace(out, residual);
-  add_inplace(out, mlp(layer_norm(out, w.norm2), w));
+  Tensor pooled_q;
+  if (spec.q_pool) {
+    ScopedStage stage("q pool");
+    pooled_q = pool_->tensor({windows.dim(0), windows.dim(1) / 2, windows.dim(2) / 2, spec.dim_out});
+    max_pool2x2_into(windows, 0, spec.dim_out, pooled_q);
+  }
+  const int64_t qh = spec.q_pool ? windows.dim(1) / 2 : windows.dim(1);
+  const int64_t qw = spec.q_pool ? windows.dim(2) / 2 : windows.dim(2);
+  Tensor attended = pool_->tensor({windows.dim(0), qh, qw, spec.dim_out});
+  attend_within_windows(windows, pooled_q, spec.heads, attended);
+
+  const int64_t out_height = spec.q_pool ? height / 2 : height;
+  const int64_t out_width = spec.q_pool ? width / 2 : width;
+  if (!windowed) return attended.reshaped({out_height, out_width, spec.dim_out});
+  ScopedStage stage("window unpartition");
+  Tensor tokens = pool_->tensor({out_height, out_width, spec.dim_out});
+  window_unpartition_into(attended, qh, out_height, out_width, tokens);
+  return tokens;
+}
+
+Tensor HieraTrunk::block(Tensor x, size_t index) const {
+  const HieraBlockSpec& spec = specs_[index];
+  const HieraBlockLayers& layers = blocks_[index];
+  const int64_t height = x.dim(0), width = x.dim(1), tokens = height * width;
+  const GemmInput normed = normalized(x, layers.norm1, precision_, *pool_);
+
+  // The residual: x itself, or (when the block widens) the projection of the
+  // NORMALISED input, pooled like q. The attention output is added onto it.
+  Tensor out = x;
+  if (spec.dim != spec.dim_out) {
+    ScopedStage stage("linear proj");
+    Tensor projected = pool_->tensor({1, height, width, spec.dim_out});
+    normed.apply(layers.proj, tokens, projected.data(), Epilogue::none);
+    if (spec.q_pool) {
+      out = pool_->tensor({1, height / 2, width / 2, spec.dim_out});
+      max_pool2x2_into(projected, 0, spec.dim_out, out);
+    } else {
+      out = projected;
+    }
+    out = out.reshaped({out.dim(1), out.dim(2), spec.dim_out});
+  }
+
+  Tensor qkv = pool_->tensor({height, width, 3 * static_cast<int64_t>(spec.dim_out)});
+  {
+    ScopedStage stage("linear qkv");
+    normed.apply(layers.qkv, tokens, qkv.data(), Epilogue::none);
+  }
+  const Tensor attended = attention(qkv, index);
+  qkv = Tensor();
+  const int64_t out_tokens = out.dim(0) * out.dim(1);
+  {
+    const GemmInput attended_in = as_gemm_input(attended, precision_, *pool_);
+    ScopedStage stage("linear attn proj");
+    attended_in.apply(layers.attn_proj, out_tokens, out.data(), Epilogue::accumulate);
+  }
+
+  const GemmInput normed2 = normalized(out, layers.norm2, layers.mlp_in.precision(), *pool_);
+  const int64_t hidden_width = layers.mlp_in.out_features();
+  if (layers.mlp_in.precision() == Precision::bf16) {
+    std::shared_ptr<void> hidden = pool_->bytes(static_cast<size_t>(out_tokens * hidden_width) * sizeof(uint16_t));
+    auto* h = static_cast<uint16_t*>(hidden.get());
+    {
+      ScopedStage stage("linear mlp in + gelu");
+      layers.mlp_in.forward(static_cast<const uint16_t*>(normed2.bf16.get()), out_tokens, h, Epilogue::gelu);
+    }
+    ScopedStage stage("linear mlp out");
+    layers.mlp_out.forward(h, out_tokens, out.data(), Epilogue::accumulate);
+  } else {
+    Tensor hidden = pool_->tensor({out_tokens, hidden_width});
+    {
+      ScopedStage stage("linear mlp in + gelu");
+      layers.mlp_in.forward(normed2.f32.data(), out_tokens, hidden.data(), Epilogue::gelu);
+    }
+    ScopedStage stage("linear mlp out");
+    layers.mlp_out.forward(hidden.data(), out_tokens, out.data(), Epilogue::accumulate);
+  }
   return out;
 }
 
@@ -168,8 +260,12 @@ Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed
   return resized;
 }
 
-HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights)
-    : specs_(hiera_block_specs(config.trunk)), stage_ends_(hiera_stage_ends(config.trunk)) {
+HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights, Precision precision,
+                       std::shared_ptr<BufferPool> pool)
+    : precision_(precision),
+      pool_(std::move(pool)),
+      specs_(hiera_block_specs(config.trunk)),
+      stage_ends_(hiera_stage_ends(config.trunk)) {
   const std::string prefix = "image_encoder.trunk";
   patch_embed_ = read_layer(weights, prefix + ".patch_embed.proj");
   const int64_t grid = config.image_size / 4;
@@ -177,21 +273,22 @@ HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights)
       hiera_position_embedding(weights.at(prefix + ".pos_embed"), weights.at(prefix + ".pos_embed_window"), grid, grid);
   for (size_t i = 0; i < specs_.size(); ++i) {
     const std::string b = prefix + ".blocks." + std::to_string(i);
-    HieraBlockWeights block;
+    HieraBlockLayers block;
     block.norm1 = read_layer(weights, b + ".norm1");
-    block.qkv = read_layer(weights, b + ".attn.qkv");
-    block.attn_proj = read_layer(weights, b + ".attn.proj");
+    block.qkv = packed_layer(weights, b + ".attn.qkv", precision);
+    block.qkv_bias = weights.at(b + ".attn.qkv.bias");
+    block.attn_proj = packed_layer(weights, b + ".attn.proj", precision);
     block.norm2 = read_layer(weights, b + ".norm2");
-    block.mlp_in = read_layer(weights, b + ".mlp.layers.0");
-    block.mlp_out = read_layer(weights, b + ".mlp.layers.1");
-    if (specs_[i].dim != specs_[i].dim_out) block.proj = read_layer(weights, b + ".proj");
+    block.mlp_in = packed_layer(weights, b + ".mlp.layers.0", precision);
+    block.mlp_out = packed_layer(weights, b + ".mlp.layers.1", precision);
+    if (specs_[i].dim != specs_[i].dim_out) block.proj = packed_layer(weights, b + ".proj", precision);
     blocks_.push_back(std::move(block));
   }
 }
 
 Tensor HieraTrunk::embed(const Tensor& image) const {
   // PatchEmbed: conv 7x7, stride 4, padding 3.
-  Tensor x = conv2d_to_hwc(image, patch_embed_.weight, patch_embed_.bias, 4, 3);
+  Tensor x = conv2d_to_hwc(image, patch_embed_.weight, patch_embed_.bias, 4, 3, pool_.get());
   if (x.shape() != position_embedding_.shape()) {
     throw Error("Hiera: image " + shape_to_string(image.shape()) + " gives patch grid " +
                 shape_to_string(x.shape()) + " but the model was built for " +
@@ -201,12 +298,16 @@ Tensor HieraTrunk::embed(const Tensor& image) const {
   return x;
 }
 
-std::vector<Tensor> HieraTrunk::forward_blocks(const Tensor& embedded) const {
+std::vector<Tensor> HieraTrunk::forward_blocks(Tensor embedded) const {
   std::vector<Tensor> stage_outputs;
-  Tensor x = embedded;
+  Tensor x = std::move(embedded);
   size_t next_stage_end = 0;
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    x = hiera_block(x, specs_[i], blocks_[i]);
+    // A block that keeps its width adds onto its input in place; a kept stage
+    // output must not change under it.
+    const bool input_is_kept = !stage_outputs.empty() && stage_outputs.back().data() == x.data();
+    if (input_is_kept && specs_[i].dim == specs_[i].dim_out) x = x.clone();
+    x = block(std::move(x), i);
     if (static_cast<int>(i) == stage_ends_[next_stage_end]) {
       stage_outputs.push_back(x);
       ++next_stage_end;

@@ -5,6 +5,8 @@
 
 #include "core/tensor.h"
 #include "core/weights.h"
+#include "kernels/buffer_pool.h"
+#include "kernels/matmul.h"
 #include "model/config.h"
 
 namespace sam2rt {
@@ -30,20 +32,22 @@ struct WeightAndBias {
   Tensor weight, bias;
 };
 
-struct HieraBlockWeights {
-  WeightAndBias norm1, qkv, attn_proj, norm2, mlp_in, mlp_out;
-  WeightAndBias proj;  // residual projection; only when dim != dim_out
+// A block's layers, the Linear ones packed for oneDNN in the encoder's precision.
+struct HieraBlockLayers {
+  WeightAndBias norm1, norm2;
+  PackedLinear qkv, attn_proj, mlp_in, mlp_out;
+  PackedLinear proj;    // residual projection; only when dim != dim_out
+  Tensor qkv_bias;      // what a zero padding token becomes under qkv
 };
-
-// One MultiScaleBlock on a token-major map x [H, W, dim] -> [H', W', dim_out].
-Tensor hiera_block(const Tensor& x, const HieraBlockSpec& spec, const HieraBlockWeights& weights);
 
 // The Hiera trunk of an image encoder at config.image_size.
 class HieraTrunk {
  public:
-  // Reads the image_encoder.trunk.* weights (keeps shared handles, no copies) and
-  // precomputes the position embedding of the patch grid.
-  HieraTrunk(const ModelConfig& config, const WeightMap& weights);
+  // Reads the image_encoder.trunk.* weights, packs the Linear layers for the
+  // GEMMs in `precision` and precomputes the position embedding of the patch grid.
+  // Activations come from `pool` (shared with the rest of the encoder).
+  HieraTrunk(const ModelConfig& config, const WeightMap& weights, Precision precision,
+             std::shared_ptr<BufferPool> pool);
 
   // patch_embed(image) + position embedding: image [1, 3, S, S] -> [S/4, S/4, C0],
   // the input of blocks[0].
@@ -51,11 +55,19 @@ class HieraTrunk {
 
   // All blocks; returns the output of each stage's last block, token-major,
   // highest resolution first (Hiera.forward, before its NCHW permute).
-  std::vector<Tensor> forward_blocks(const Tensor& embedded) const;
+  // `embedded` is consumed: the first block may update it in place.
+  std::vector<Tensor> forward_blocks(Tensor embedded) const;
 
  private:
+  // One MultiScaleBlock on a token-major map x [H, W, dim] -> [H', W', dim_out];
+  // x may be updated in place when the block keeps its width.
+  Tensor block(Tensor x, size_t index) const;
+  Tensor attention(const Tensor& qkv, size_t index) const;
+
+  Precision precision_;
+  std::shared_ptr<BufferPool> pool_;
   std::vector<HieraBlockSpec> specs_;
-  std::vector<HieraBlockWeights> blocks_;
+  std::vector<HieraBlockLayers> blocks_;
   std::vector<int> stage_ends_;
   WeightAndBias patch_embed_;
   Tensor position_embedding_;  // [S/4, S/4, C0]

@@ -1,9 +1,12 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
 #include "core/weights.h"
+#include "kernels/buffer_pool.h"
+#include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/features.h"
 #include "model/fpn_neck.h"
@@ -13,8 +16,8 @@ namespace sam2rt {
 
 // Everything the image encoder computes, all NCHW with batch 1.
 struct EncoderOutputs {
-  Tensor patch_embed_pos;            // [1, C0, S/4, S/4]: input of trunk.blocks[0]
-  std::vector<Tensor> trunk_stages;  // 4 x Hiera.forward outputs, highest resolution first
+  Tensor patch_embed_pos;            // [1, C0, S/4, S/4]: input of trunk.blocks[0]; only when requested
+  std::vector<Tensor> trunk_stages;  // 4 x Hiera.forward outputs, highest resolution first; only when requested
   std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
   std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
   DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
@@ -22,6 +25,11 @@ struct EncoderOutputs {
 
 struct EncodeOptions {
   bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
+  bool trunk_outputs = false;       // patch_embed_pos and trunk_stages (goldens, debugging)
+  // Arithmetic of the trunk's GEMMs. bf16 rounds weights and GEMM inputs to
+  // bfloat16 (float32 accumulation, float32 attention and residual stream): about
+  // twice as fast, not exact. The neck and the decoder projections stay float32.
+  Precision precision = Precision::fp32;
 };
 
 // SAM 2.1 image encoder (Hiera trunk + FPN neck) followed by what
@@ -30,17 +38,26 @@ struct EncodeOptions {
 class ImageEncoder {
  public:
   // Checks the weights against the config (throws Error naming the first bad
-  // key) and keeps shared handles to the ones it needs.
+  // key), keeps shared handles to the ones it needs and packs the float32 GEMM
+  // weights (the bf16 ones on the first bf16 encode).
   ImageEncoder(const ModelConfig& config, const WeightMap& weights);
 
-  // image: preprocessed [1, 3, S, S] with S = config.image_size.
+  // image: preprocessed [1, 3, S, S] with S = config.image_size. Thread-safe.
+  // Scratch memory is recycled between calls, so repeated encodes allocate
+  // nothing new; the outputs are the caller's to keep.
   EncoderOutputs encode(const Tensor& image, const EncodeOptions& options = {}) const;
 
  private:
+  struct Bf16Trunk;
+  const HieraTrunk& trunk(Precision precision) const;
+
   ModelConfig config_;
+  WeightMap weights_;  // shared handles, for building the bf16 trunk when first asked
+  std::shared_ptr<BufferPool> pool_;
   HieraTrunk trunk_;
+  std::shared_ptr<Bf16Trunk> bf16_trunk_;
   FpnNeck neck_;
-  WeightAndBias conv_s0_, conv_s1_;
+  PackedLinear conv_s0_, conv_s1_;
   Tensor no_mem_embed_;  // [d_model]
 };
 

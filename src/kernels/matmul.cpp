@@ -1,0 +1,155 @@
+#include "kernels/matmul.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace sam2rt {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+memory::data_type gemm_type(Precision p) { return p == Precision::bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
+
+}  // namespace
+
+const char* precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "fp32"; }
+
+struct PackedLinear::Entry {
+  dnnl::matmul primitive;
+  memory weights;  // in the primitive's layout
+};
+
+struct PackedLinear::Kernels {
+  Tensor weight, bias;   // keep the caller's storage alive
+  memory plain_weights;  // W^T [in, out] in the GEMM's type (a strided view for fp32)
+  memory bias_memory;
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, bool, Epilogue>, Entry> entries;
+};
+
+PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, Precision precision)
+    : precision_(precision), kernels_(std::make_shared<Kernels>()) {
+  if (weight.rank() != 2) throw Error("linear: weight must be [out, in], got " + shape_to_string(weight.shape()));
+  out_ = weight.dim(0);
+  in_ = weight.dim(1);
+  if (!bias.empty() && bias.numel() != out_) {
+    throw Error("linear: bias " + shape_to_string(bias.shape()) + " does not match weight " +
+                shape_to_string(weight.shape()));
+  }
+  dnnl::engine& engine = cpu_engine();
+  kernels_->weight = weight;
+  kernels_->bias = bias;
+  // W^T as an [in, out] matrix with strides (1, in): the [out, in] tensor as is.
+  memory f32_view({{in_, out_}, memory::data_type::f32, memory::dims{1, in_}}, engine,
+                  const_cast<float*>(weight.data()));
+  if (precision == Precision::bf16) {
+    kernels_->plain_weights = memory({{in_, out_}, memory::data_type::bf16, memory::dims{1, in_}}, engine);
+    dnnl::reorder(f32_view, kernels_->plain_weights).execute(thread_stream(), f32_view, kernels_->plain_weights);
+    thread_stream().wait();
+  } else {
+    kernels_->plain_weights = f32_view;
+  }
+  if (!bias.empty()) {
+    kernels_->bias_memory = memory({{1, out_}, memory::data_type::f32, memory::format_tag::ab}, engine,
+                                   const_cast<float*>(bias.data()));
+  }
+  // Pack for a typical large call now, so the first encode does not pay for it.
+  forward_warmup();
+}
+
+void PackedLinear::forward_warmup() const {
+  std::lock_guard lock(kernels_->mutex);
+  entry(4096, false, Epilogue::none);
+}
+
+const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epilogue epilogue) const {
+  Kernels& k = *kernels_;
+  const auto key = std::make_tuple(rows, bf16_out, epilogue);
+  auto it = k.entries.find(key);
+  if (it != k.entries.end()) return it->second;
+
+  dnnl::engine& engine = cpu_engine();
+  const memory::data_type type = gemm_type(precision_);
+  const memory::desc src({rows, in_}, type, memory::format_tag::ab);
+  const memory::desc weights({in_, out_}, type, memory::format_tag::any);
+  const memory::desc dst({rows, out_}, bf16_out ? memory::data_type::bf16 : memory::data_type::f32,
+                         memory::format_tag::ab);
+  dnnl::post_ops post_ops;
+  if (epilogue == Epilogue::gelu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  if (epilogue == Epilogue::accumulate) post_ops.append_sum(1.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post_ops);
+  const dnnl::matmul::desc desc = k.bias_memory ? dnnl::matmul::desc(src, weights, k.bias_memory.get_desc(), dst)
+                                                : dnnl::matmul::desc(src, weights, dst);
+  const dnnl::matmul::primitive_desc pd(desc, attr, engine);
+
+  Entry entry{dnnl::matmul(pd), memory()};
+  // Entries with the same weight layout share one packed copy.
+  for (const auto& [other_key, other] : k.entries) {
+    if (other.weights.get_desc() == pd.weights_desc()) {
+      entry.weights = other.weights;
+      break;
+    }
+  }
+  if (!entry.weights) {
+    entry.weights = memory(pd.weights_desc(), engine);
+    dnnl::reorder(k.plain_weights, entry.weights).execute(thread_stream(), k.plain_weights, entry.weights);
+    thread_stream().wait();
+  }
+  return k.entries.emplace(key, std::move(entry)).first->second;
+}
+
+void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const {
+  if (!kernels_) throw Error("linear: layer used before it was built");
+  if (rows == 0) return;
+  const Entry* e = nullptr;
+  {
+    std::lock_guard lock(kernels_->mutex);
+    e = &entry(rows, bf16_out, epilogue);
+  }
+  dnnl::engine& engine = cpu_engine();
+  const memory::data_type type = gemm_type(precision_);
+  memory src({{rows, in_}, type, memory::format_tag::ab}, engine, const_cast<void*>(x));
+  memory dst({{rows, out_}, bf16_out ? memory::data_type::bf16 : memory::data_type::f32, memory::format_tag::ab},
+             engine, y);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->weights}, {DNNL_ARG_DST, dst}};
+  if (kernels_->bias_memory) args.emplace(DNNL_ARG_BIAS, kernels_->bias_memory);
+  e->primitive.execute(thread_stream(), args);
+  thread_stream().wait();
+}
+
+void PackedLinear::forward(const float* x, int64_t rows, float* y, Epilogue epilogue) const {
+  if (precision_ != Precision::fp32) throw Error("linear: a bf16 layer needs bfloat16 input");
+  run(x, rows, y, false, epilogue);
+}
+
+void PackedLinear::forward(const uint16_t* x, int64_t rows, float* y, Epilogue epilogue) const {
+  if (precision_ != Precision::bf16) throw Error("linear: an fp32 layer needs float input");
+  run(x, rows, y, false, epilogue);
+}
+
+void PackedLinear::forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue) const {
+  if (precision_ != Precision::bf16) throw Error("linear: an fp32 layer needs float input");
+  run(x, rows, y, true, epilogue);
+}
+
+}  // namespace sam2rt

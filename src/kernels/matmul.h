@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor.h"
+
+namespace sam2rt {
+
+// Arithmetic of the encoder's GEMMs. bf16: weights and activations rounded to
+// bfloat16, products accumulated in float32 (AVX512_BF16 where present).
+enum class Precision { fp32, bf16 };
+
+const char* precision_name(Precision precision);
+
+// What the GEMM does to its result before storing it.
+enum class Epilogue {
+  none,        // y = x W^T + b
+  gelu,        // y = GELU(x W^T + b), exact erf form
+  accumulate,  // y = y + (x W^T + b): a residual add into the destination
+};
+
+// A Linear layer y[rows, out] = x[rows, in] W^T + b as a oneDNN matmul, with the
+// weight reordered ONCE into the blocked layout the primitive wants and one
+// primitive cached per (rows, output type, epilogue). x and y are dense
+// row-major. In bf16 precision x is bfloat16 (uint16_t); y is float or
+// bfloat16 as asked. Thread-safe; calls run on the OpenMP threads.
+class PackedLinear {
+ public:
+  PackedLinear() = default;
+  // weight [out, in] (PyTorch layout), bias [out] (may be empty).
+  PackedLinear(const Tensor& weight, const Tensor& bias, Precision precision);
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  Precision precision() const { return precision_; }
+
+  void forward(const float* x, int64_t rows, float* y, Epilogue epilogue = Epilogue::none) const;
+  void forward(const uint16_t* x, int64_t rows, float* y, Epilogue epilogue = Epilogue::none) const;
+  void forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue = Epilogue::none) const;
+
+ private:
+  struct Kernels;
+  struct Entry;
+  void forward_warmup() const;
+  const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue) const;  // kernels_->mutex held
+  void run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const;
+
+  int64_t in_ = 0, out_ = 0;
+  Precision precision_ = Precision::fp32;
+  std::shared_ptr<Kernels> kernels_;
+};
+
+}  // namespace sam2rt

@@ -1,0 +1,121 @@
+#pragma once
+
+// Portable SIMD building blocks (GCC/Clang vector extensions). A kernel body is
+// written once as an always_inline template over the vector type and
+// instantiated inside functions compiled for AVX-512, AVX2 or the baseline ISA;
+// simd_level() picks one at run time, so the binary runs on any x86-64 CPU.
+// Arithmetic is plain IEEE single precision (no fast-math), so every path rounds
+// the same way per element; only the order of reductions differs.
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+// The helpers below pass wide vectors by value; they are always inlined into
+// functions compiled for the matching ISA, so no call ever crosses that ABI.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace sam2rt {
+
+enum class SimdLevel { baseline = 0, avx2 = 1, avx512 = 2 };
+
+// The widest level this CPU supports (cpuid, cached).
+SimdLevel best_simd_level();
+// "baseline" (plain x86-64: SSE2), "avx2" or "avx512", for logs and test names.
+const char* simd_level_name(SimdLevel level);
+
+namespace simd {
+
+template <int Lanes>
+struct Types {
+  using F [[gnu::vector_size(Lanes * 4)]] = float;
+  using I [[gnu::vector_size(Lanes * 4)]] = int32_t;
+  static constexpr int lanes = Lanes;
+};
+
+template <class V>
+[[gnu::always_inline]] inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class V>
+[[gnu::always_inline]] inline void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class V>
+[[gnu::always_inline]] inline V splat(float x) {
+  return V{} + x;
+}
+
+template <class V>
+[[gnu::always_inline]] inline V max(V a, V b) {
+  return a > b ? a : b;
+}
+
+template <class V>
+[[gnu::always_inline]] inline float reduce_add(V v) {
+  float lanes[sizeof(V) / 4];
+  std::memcpy(lanes, &v, sizeof v);
+  float sum = 0.0f;
+  for (float x : lanes) sum += x;
+  return sum;
+}
+
+template <class V>
+[[gnu::always_inline]] inline float reduce_max(V v) {
+  float lanes[sizeof(V) / 4];
+  std::memcpy(lanes, &v, sizeof v);
+  float m = lanes[0];
+  for (float x : lanes) m = x > m ? x : m;
+  return m;
+}
+
+// e^x in single precision, relative error below 2 ulp for x in [-87.3, 88.3];
+// smaller x gives ~1e-38 instead of 0 (harmless where it is used: softmax
+// weights). Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, and the degree-7
+// Taylor polynomial of e^r (truncation < 6e-9 relative), then 2^n in the exponent.
+template <class V, class VI>
+[[gnu::always_inline]] inline V exp(V x) {
+  x = x < -87.3f ? splat<V>(-87.3f) : x;
+  x = x > 88.3f ? splat<V>(88.3f) : x;
+  const V shifter = splat<V>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const V shifted = x * 1.44269504088896341f + shifter;
+  const V n = shifted - shifter;
+  const V r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
+  V p = splat<V>(1.0f / 5040.0f);
+  p = p * r + (1.0f / 720.0f);
+  p = p * r + (1.0f / 120.0f);
+  p = p * r + (1.0f / 24.0f);
+  p = p * r + (1.0f / 6.0f);
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const VI exponent = (std::bit_cast<VI>(shifted) - 0x4B400000) << 23;
+  return std::bit_cast<V>(std::bit_cast<VI>(p) + exponent);
+}
+
+// float -> bfloat16 with round-to-nearest-even (NaN kept quiet), as oneDNN and
+// PyTorch convert.
+inline uint16_t to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float from_bf16(uint16_t x) {
+  const uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace simd
+}  // namespace sam2rt
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,79 @@
+#include "kernels/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+
+// Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace sam2rt {
+
+namespace {
+
+template <int Lanes>
+[[gnu::always_inline]] inline void softmax_row(float* x, int64_t n) {
+  using V = typename simd::Types<Lanes>::F;
+  using VI = typename simd::Types<Lanes>::I;
+  const int64_t vec_end = n / Lanes * Lanes;
+  float max = -INFINITY;
+  if (vec_end > 0) {
+    V m = simd::load<V>(x);
+    for (int64_t i = Lanes; i < vec_end; i += Lanes) m = simd::max(m, simd::load<V>(x + i));
+    max = simd::reduce_max(m);
+  }
+  for (int64_t i = vec_end; i < n; ++i) max = std::max(max, x[i]);
+
+  V sum = V{};
+  for (int64_t i = 0; i < vec_end; i += Lanes) {
+    const V e = simd::exp<V, VI>(simd::load<V>(x + i) - max);
+    simd::store(x + i, e);
+    sum += e;
+  }
+  float total = simd::reduce_add(sum);
+  for (int64_t i = vec_end; i < n; ++i) {
+    V tail = simd::splat<V>(x[i] - max);
+    x[i] = simd::exp<V, VI>(tail)[0];
+    total += x[i];
+  }
+  const float inv = 1.0f / total;
+  for (int64_t i = 0; i < vec_end; i += Lanes) simd::store(x + i, simd::load<V>(x + i) * inv);
+  for (int64_t i = vec_end; i < n; ++i) x[i] *= inv;
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) softmax_row<16>(x + r * ld, cols);
+}
+
+[[gnu::target("avx2,fma")]] void softmax_avx2(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) softmax_row<8>(x + r * ld, cols);
+}
+
+void softmax_baseline(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) softmax_row<4>(x + r * ld, cols);
+}
+
+}  // namespace
+
+void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel level) {
+  switch (std::min(level, best_simd_level())) {
+    case SimdLevel::avx512: return softmax_avx512(x, rows, cols, ld);
+    case SimdLevel::avx2: return softmax_avx2(x, rows, cols, ld);
+    case SimdLevel::baseline: return softmax_baseline(x, rows, cols, ld);
+  }
+}
+
+void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  softmax_rows(x, rows, cols, ld, best_simd_level());
+}
+
+void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    const double max = *std::max_element(row, row + cols);
+    double sum = 0.0;
+    for (int64_t i = 0; i < cols; ++i) sum += std::exp(row[i] - max);
+    for (int64_t i = 0; i < cols; ++i) row[i] = static_cast<float>(std::exp(row[i] - max) / sum);
+  }
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/simd.h"
+
+namespace sam2rt {
+
+// In place, row by row: x[r, :] = exp(x[r, :] - max) / sum, single precision
+// with a vectorised e^x (simd.h). `ld` is the row stride in floats.
+void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld);
+// The same with a chosen code path (tests force each one the CPU supports).
+void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel level);
+
+// Double-precision reference.
+void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld);
+
+}  // namespace sam2rt

@@ -1,0 +1,190 @@
+// The encoder's fast kernels (every SIMD path the CPU has, the oneDNN matmul
+// wrapper, the buffer pool) against plain references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/bf16.h"
+#include "kernels/buffer_pool.h"
+#include "kernels/gemm.h"
+#include "kernels/interpolate.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/softmax.h"
+#include "kernels/window.h"
+
+namespace sam2rt {
+namespace {
+
+Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
+  Tensor t(std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (float& v : t) v = dist(rng);
+  return t;
+}
+
+double max_abs_diff(const float* a, const float* b, int64_t n) {
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+std::vector<SimdLevel> available_levels() {
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::baseline, SimdLevel::avx2, SimdLevel::avx512}) {
+    if (l <= best_simd_level()) levels.push_back(l);
+  }
+  return levels;
+}
+
+TEST(FastKernels, SoftmaxEveryPathMatchesReference) {
+  // Odd widths exercise the vector tails; a large spread exercises exp's range.
+  for (const int64_t cols : {1, 7, 16, 33, 4096}) {
+    const Tensor x = random_tensor({5, cols + 3}, 1, 30.0f);
+    Tensor expected = x.clone();
+    softmax_rows_reference(expected.data(), 5, cols, cols + 3);
+    for (SimdLevel level : available_levels()) {
+      Tensor actual = x.clone();
+      softmax_rows(actual.data(), 5, cols, cols + 3, level);
+      for (int64_t r = 0; r < 5; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t i = r * (cols + 3) + c;
+          EXPECT_NEAR(actual[i], expected[i], 4e-6 * expected[i] + 1e-9) << simd_level_name(level) << " " << cols;
+        }
+        for (int64_t c = cols; c < cols + 3; ++c) EXPECT_EQ(actual[r * (cols + 3) + c], x[r * (cols + 3) + c]);
+      }
+    }
+  }
+}
+
+TEST(FastKernels, LayerNormEveryPathMatchesReference) {
+  for (const int64_t c : {96, 37}) {
+    const Tensor x = random_tensor({300, c}, 2, 4.0f), w = random_tensor({c}, 3), b = random_tensor({c}, 4);
+    const Tensor expected = layer_norm(x, w, b, 1e-6f);
+    for (SimdLevel level : available_levels()) {
+      Tensor y({300, c});
+      layer_norm_rows(x.data(), c, 300, c, w.data(), b.data(), 1e-6f, y.data(), c, level);
+      EXPECT_LE(max_abs_diff(y.data(), expected.data(), y.numel()), 2e-6) << simd_level_name(level) << " " << c;
+      std::vector<uint16_t> y16(static_cast<size_t>(y.numel()));
+      layer_norm_rows(x.data(), c, 300, c, w.data(), b.data(), 1e-6f, y16.data(), c, level);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        EXPECT_NEAR(simd::from_bf16(y16[static_cast<size_t>(i)]), expected[i], std::fabs(expected[i]) / 256 + 1e-6);
+      }
+    }
+  }
+}
+
+TEST(FastKernels, Bf16RoundsToNearestEven) {
+  const float values[] = {1.0f, 1.00390625f /* tie: stays 1 */, 1.01171875f /* tie: rounds up */, -3.3f, 0.0f};
+  const uint16_t expected[] = {0x3f80, 0x3f80, 0x3f82, 0xc053, 0x0000};
+  std::vector<uint16_t> out(5);
+  convert_to_bf16(values, out.data(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out[static_cast<size_t>(i)], expected[i]) << values[i];
+  EXPECT_TRUE(std::isnan(simd::from_bf16(simd::to_bf16(NAN))));
+}
+
+// y = epilogue(x W^T + b) against gemm_reference, fp32 and bf16.
+TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
+  const int64_t rows = 37, in = 40, out = 24;
+  const Tensor w = random_tensor({out, in}, 5), b = random_tensor({out}, 6), x = random_tensor({rows, in}, 7);
+  const Tensor residual = random_tensor({rows, out}, 8);
+  Tensor plain({rows, out});
+  gemm_reference({.m = rows, .n = out, .k = in, .a = x.data(), .lda = in, .b = w.data(), .ldb = in,
+                  .b_transposed = true, .c = plain.data(), .ldc = out});
+  for (int64_t i = 0; i < plain.numel(); ++i) plain[i] += b[i % out];
+
+  const PackedLinear fp32(w, b, Precision::fp32);
+  for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
+    Tensor y = e == Epilogue::accumulate ? residual.clone() : Tensor({rows, out});
+    fp32.forward(x.data(), rows, y.data(), e);
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double v = plain[i];
+      const double expected = e == Epilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                              : e == Epilogue::accumulate ? v + residual[i]
+                                                          : v;
+      EXPECT_NEAR(y[i], expected, 2e-5) << static_cast<int>(e) << " at " << i;
+    }
+  }
+
+  // bf16: the reference on the bf16-rounded operands, float accumulation.
+  const PackedLinear bf16(w, b, Precision::bf16);
+  std::vector<uint16_t> x16(static_cast<size_t>(x.numel()));
+  convert_to_bf16(x.data(), x16.data(), x.numel());
+  Tensor y({rows, out});
+  bf16.forward(x16.data(), rows, y.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < out; ++o) {
+      double expected = b[o];
+      for (int64_t k = 0; k < in; ++k) {
+        expected += double(simd::from_bf16(x16[static_cast<size_t>(r * in + k)])) *
+                    simd::from_bf16(simd::to_bf16(w[o * in + k]));
+      }
+      EXPECT_NEAR(y[r * out + o], expected, 1e-4);
+    }
+  }
+  EXPECT_THROW(bf16.forward(x.data(), rows, y.data()), Error);
+  EXPECT_THROW(PackedLinear(w, random_tensor({3}, 9), Precision::fp32), Error);
+}
+
+TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {
+  BufferPool pool;
+  const float* first = nullptr;
+  {
+    Tensor a = pool.tensor({1000, 1000});
+    first = a.data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    EXPECT_EQ(pool.idle_buffers(), 0u);
+  }
+  EXPECT_EQ(pool.idle_buffers(), 1u);
+  Tensor b = pool.tensor({1000, 1000});
+  EXPECT_EQ(b.data(), first);  // reused, not a fresh allocation
+  Tensor c = pool.tensor({1000, 1000});
+  EXPECT_NE(c.data(), b.data());  // a buffer in use is never handed out twice
+  Tensor survivor;
+  {
+    BufferPool short_lived;
+    survivor = short_lived.tensor({10});
+  }
+  survivor[9] = 1.0f;  // still valid after its pool is gone
+  EXPECT_EQ(survivor[9], 1.0f);
+}
+
+TEST(FastKernels, WindowPartitionPadsWithTheGivenToken) {
+  // A 5 x 4 grid in 3 x 3 windows: padded at the bottom and at the right.
+  const Tensor x = random_tensor({5, 4, 2}, 10);
+  const float pad[2] = {7.0f, -7.0f};
+  Tensor windows({4, 3, 3, 2});
+  window_partition_into(x, 3, pad, windows);
+  for (int64_t wy = 0; wy < 2; ++wy)
+    for (int64_t wx = 0; wx < 2; ++wx)
+      for (int64_t y = 0; y < 3; ++y)
+        for (int64_t xx = 0; xx < 3; ++xx)
+          for (int64_t c = 0; c < 2; ++c) {
+            const int64_t gy = wy * 3 + y, gx = wx * 3 + xx;
+            const float expected = gy < 5 && gx < 4 ? x[(gy * 4 + gx) * 2 + c] : pad[c];
+            EXPECT_EQ(windows[((((wy * 2 + wx) * 3 + y) * 3 + xx) * 2) + c], expected);
+          }
+  Tensor back({5, 4, 2});
+  window_unpartition_into(windows, 3, 5, 4, back);
+  EXPECT_EQ(max_abs_diff(back.data(), x.data(), x.numel()), 0.0);
+  EXPECT_THROW(window_partition_into(x, 2, pad, windows), Error);
+}
+
+TEST(FastKernels, AddUpsampledMatchesMaterialisedUpsampling) {
+  const Tensor coarse = random_tensor({3, 4, 5}, 11);
+  Tensor fine = random_tensor({6, 8, 5}, 12);
+  Tensor expected = fine.clone();
+  const Tensor up = upsample_nearest2x_hwc(coarse);
+  for (int64_t i = 0; i < expected.numel(); ++i) expected[i] += up[i];
+  add_upsampled_nearest2x_inplace(fine, coarse);
+  EXPECT_EQ(max_abs_diff(fine.data(), expected.data(), fine.numel()), 0.0);
+  Tensor wrong({5, 8, 5});
+  EXPECT_THROW(add_upsampled_nearest2x_inplace(wrong, coarse), Error);
+}
+
+}  // namespace
+}  // namespace sam2rt

@@ -125,7 +125,9 @@ inline void validate_prompt_text(const uint8_t* data, size_t size) {
         if (i == 3) {
           value = static_cast<float>(number);
         } else {
-          shape.push_back(std::isfinite(number) ? static_cast<int64_t>(std::fabs(std::fmod(number, kMaxMaskDim))) : 1);
+          // At most 2 x 300 x 300 values: [1, 256, 256] and its near misses, quickly.
+          const double limit = i == 0 ? 3 : kMaxMaskDim;
+          shape.push_back(std::isfinite(number) ? static_cast<int64_t>(std::fabs(std::fmod(number, limit))) : 1);
         }
       }
       prompt.mask_input = Tensor::filled(shape, value);

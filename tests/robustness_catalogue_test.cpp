@@ -10,12 +10,12 @@
 // clang-format on
 #include <zlib.h>
 
-#include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
 #include <set>
+#include <span>
 
 #include "cli_runner.h"
 #include "io/png_writer.h"

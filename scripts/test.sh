@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds and runs the whole test suite (needs ../shared beside the repo).
+# Installs dependencies, builds and runs the whole test suite (needs ../shared beside the repo),
+# then the fast micro-only suites again under AddressSanitizer + UBSan (docs/ROBUSTNESS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --with-browser
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+# Sanitizer pass. The tiny-model suites (minutes under ASan) are left out;
+# everything else runs the micro fixtures or synthetic inputs and takes
+# seconds, including the robustness catalogue against the sanitized CLI.
+sanitizer_start=$(date +%s)
+cmake -S . -B build-asan -DSAM2RT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAM2RT_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$(nproc)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
+  -E '^(Tiny|CliTiny|EncoderShapes|MaskDecoderTiny)'
+echo "sanitizer build and tests took $(($(date +%s) - sanitizer_start)) s"

@@ -54,8 +54,10 @@ class ScratchDir {
 };
 
 // Runs the sam2rt binary with the given arguments; stdout and stderr captured separately.
-inline CliResult run_cli(const std::vector<std::string>& args, const ScratchDir& scratch) {
-  std::string command = shell_quote(cli_path());
+// With timeout_seconds > 0 a hanging run is killed and exits with 124 (coreutils timeout).
+inline CliResult run_cli(const std::vector<std::string>& args, const ScratchDir& scratch, int timeout_seconds = 0) {
+  std::string command = timeout_seconds > 0 ? "timeout -k 5 " + std::to_string(timeout_seconds) + " " : "";
+  command.append(shell_quote(cli_path()));
   for (const auto& a : args) {
     command.push_back(' ');
     command.append(shell_quote(a));

@@ -14,7 +14,7 @@ namespace sam2rt {
 namespace {
 
 using testing::Bytes;
-using testing::ScratchDir;
+using testing::TempDir;
 
 // A safetensors file: 8-byte little-endian header length, JSON header, data.
 Bytes safetensors_bytes(const std::string& header, const Bytes& data, uint64_t declared_length) {
@@ -29,7 +29,7 @@ Bytes safetensors_bytes(const std::string& header, const Bytes& data) {
 }
 
 void expect_read_error(const Bytes& file, const std::string& fragment) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.write("t.safetensors", file);
   try {
     read_safetensors(path);
@@ -49,7 +49,7 @@ TEST(Safetensors, RoundTripKeepsShapesValuesAndMetadata) {
   const Tensor scalar = Tensor::filled({}, 7.25f);
   const Tensor empty({0, 4});
   const Tensor b = Tensor::filled({5}, 1e-30f);
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.write("rt.safetensors", {});
   write_safetensors(path, {{"a", a}, {"scalar", scalar}, {"empty", empty}, {"nested.key.b", b}},
                     {{"format", "pt"}, {"note", "round trip"}});
@@ -71,13 +71,27 @@ TEST(Safetensors, RoundTripKeepsShapesValuesAndMetadata) {
 TEST(Safetensors, EmptyTensorsSharingAnOffsetDoNotOverlap) {
   const Tensor empty({0});
   const Tensor values = Tensor::filled({3}, 2.0f);
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.write("e.safetensors", {});
   write_safetensors(path, {{"z_empty", empty}, {"a", values}, {"m_empty", Tensor({2, 0})}}, {});
   const SafetensorsFile file = read_safetensors(path);
   EXPECT_EQ(file.tensors.at("z_empty").shape(), (Shape{0}));
   EXPECT_EQ(file.tensors.at("m_empty").shape(), (Shape{2, 0}));
   EXPECT_EQ(file.tensors.at("a")[2], 2.0f);
+}
+
+// Found by the robustness catalogue: a file holding only empty tensors has an
+// empty data section, and their non-zero dimensions used to be compared with it.
+TEST(Safetensors, EmptyTensorsNeedNoData) {
+  TempDir dir;
+  const std::string path = dir.write("e.safetensors", {});
+  write_safetensors(path, {{"a", Tensor({0, 4})}, {"b", Tensor({3, 0})}}, {});
+  const SafetensorsFile file = read_safetensors(path);
+  EXPECT_EQ(file.tensors.at("a").shape(), (Shape{0, 4}));
+  EXPECT_EQ(file.tensors.at("b").shape(), (Shape{3, 0}));
+  expect_read_error(
+      safetensors_bytes(R"({"a":{"dtype":"F32","shape":[0,1099511627776,2],"data_offsets":[0,0]}})", {}),
+      "tensor 'a' has an implausibly large shape");
 }
 
 TEST(Safetensors, WidensHalfAndBFloat16) {
@@ -91,7 +105,7 @@ TEST(Safetensors, WidensHalfAndBFloat16) {
   const std::string header =
       R"({"h":{"dtype":"F16","shape":[7],"data_offsets":[0,14]},)"
       R"("b":{"dtype":"BF16","shape":[2,2],"data_offsets":[14,22]}})";
-  ScratchDir dir;
+  TempDir dir;
   const SafetensorsFile file = read_safetensors(dir.write("h.safetensors", safetensors_bytes(header, data)));
   const Tensor& h = file.tensors.at("h");
   const Tensor& b = file.tensors.at("b");
@@ -107,7 +121,7 @@ TEST(Safetensors, ReadsMisalignedFloat32ByCopy) {
   std::memcpy(data.data() + 1, values, 8);
   const std::string header = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})";
   ASSERT_NE((8 + header.size() + 1) % 4, 0u);
-  ScratchDir dir;
+  TempDir dir;
   const SafetensorsFile file = read_safetensors(dir.write("m.safetensors", safetensors_bytes(header, data)));
   EXPECT_EQ(file.tensors.at("x")[0], 1.5f);
   EXPECT_EQ(file.tensors.at("x")[1], -4.0f);

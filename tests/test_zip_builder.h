@@ -171,20 +171,20 @@ class ZipBuilder {
 
 // A scratch directory for one test, removed with everything in it afterwards.
 // Unique per process and object, since ctest runs tests in parallel.
-class ScratchDir {
+class TempDir {
  public:
-  ScratchDir() {
+  TempDir() {
     static int counter = 0;
     path_ = std::filesystem::temp_directory_path() /
             ("sam2rt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     std::filesystem::create_directories(path_);
   }
-  ~ScratchDir() {
+  ~TempDir() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
   }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
 
   std::string write(const std::string& name, const Bytes& bytes) const {
     const auto path = path_ / name;

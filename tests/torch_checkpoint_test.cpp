@@ -24,7 +24,7 @@ namespace sam2rt {
 namespace {
 
 using testing::Bytes;
-using testing::ScratchDir;
+using testing::TempDir;
 using testing::to_bytes;
 using testing::ZipBuilder;
 
@@ -149,7 +149,7 @@ void expect_error(const std::function<void()>& load, const std::string& fragment
 }
 
 void expect_load_error(const Bytes& file_bytes, const std::string& fragment) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.write("x.pt", file_bytes);
   expect_error([&] { load_torch_checkpoint(path); }, fragment);
   expect_error([&] { load_torch_checkpoint(path); }, "checkpoint '" + path + "': ");
@@ -215,7 +215,7 @@ TEST(TorchCheckpoint, RefusesBitFlipInThePickle) {
 }
 
 TEST(TorchCheckpoint, ReadsProtocol2StateDictWithMetadata) {
-  ScratchDir dir;
+  TempDir dir;
   const Bytes pickle = torch_pickle({simple_tensor()}, Layout::kModelDict, true);
   const std::string path = dir.write("m.pt", checkpoint_zip("archive", pickle, {{"0", float_bytes(iota_floats(6))}})
                                                  .build()
@@ -227,7 +227,7 @@ TEST(TorchCheckpoint, ReadsProtocol2StateDictWithMetadata) {
 }
 
 TEST(TorchCheckpoint, ReadsBareStateDict) {
-  ScratchDir dir;
+  TempDir dir;
   const Bytes pickle = torch_pickle({simple_tensor()}, Layout::kBareStateDict, false);
   const std::string path =
       dir.write("m.pt", checkpoint_zip("m", pickle, {{"0", float_bytes(iota_floats(6))}}).build().bytes);
@@ -253,7 +253,7 @@ TEST(TorchCheckpoint, ReadsProtocol4Opcodes) {
   const PickleGraph graph = read_torch_pickle(p.bytes(), "t");
   ASSERT_EQ(graph[graph.root].kind, PickleKind::kDict);
 
-  ScratchDir dir;
+  TempDir dir;
   const std::string path =
       dir.write("p4.pt", checkpoint_zip("p4", p.bytes(), {{"0", float_bytes(iota_floats(6))}}).build().bytes);
   const WeightMap weights = load_torch_checkpoint(path);
@@ -271,7 +271,7 @@ TEST(TorchCheckpoint, GathersStridedAndOffsetTensors) {
       {"offset", "FloatStorage", "0", 24, 7, {1, 5}, {99, 1}},  // size-1 dims may have any stride
       {"repeated", "FloatStorage", "0", 24, 0, {5, 24}, {0, 1}},  // more elements than the storage
   };
-  ScratchDir dir;
+  TempDir dir;
   const Bytes pickle = torch_pickle(tensors, Layout::kModelDict, false);
   const std::string path = dir.write("s.pt", checkpoint_zip("s", pickle, {{"0", float_bytes(storage)}}).build().bytes);
   const WeightMap weights = load_torch_checkpoint(path);
@@ -294,7 +294,7 @@ TEST(TorchCheckpoint, GathersStridedAndOffsetTensors) {
 
 TEST(TorchCheckpoint, CopiesMisalignedFloatStorages) {
   std::vector<TensorRecord> tensors = {simple_tensor()};
-  ScratchDir dir;
+  TempDir dir;
   ZipBuilder zip = checkpoint_zip("odd", torch_pickle(tensors, Layout::kModelDict, false),
                                   {{"0", float_bytes(iota_floats(6))}});
   zip.alignment(0);
@@ -319,7 +319,7 @@ TEST(TorchCheckpoint, WidensHalfAndBFloat16Storages) {
       {"b", "BFloat16Storage", "1", 4, 0, {2, 2}, {2, 1}},
       {"bt", "BFloat16Storage", "1", 4, 0, {2, 2}, {1, 2}},
   };
-  ScratchDir dir;
+  TempDir dir;
   const std::string path =
       dir.write("h.pt", checkpoint_zip("h", torch_pickle(tensors, Layout::kModelDict, false),
                                        {{"0", bytes_of(half)}, {"1", bytes_of(bf16)}})
@@ -485,7 +485,7 @@ TEST(TorchCheckpoint, PickleReaderSurvivesTruncationAndCorruption) {
 }
 
 TEST(TorchCheckpointDispatch, ReadsSafetensorsWithKeysAsTheyAre) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir.write("w.safetensors", {});
   Tensor a = Tensor::filled({2, 2}, 1.5f);
   write_safetensors(path, {{"image_encoder.trunk.pos_embed", a}, {"model.no_mem_embed", a}}, {});
@@ -497,7 +497,7 @@ TEST(TorchCheckpointDispatch, ReadsSafetensorsWithKeysAsTheyAre) {
 }
 
 TEST(TorchCheckpointDispatch, RefusesEmptyAndUnknownFilesNamingTheAcceptedFormats) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string empty = dir.write("empty.pt", {});
   expect_error([&] { load_checkpoint(empty); }, "weights file '" + empty + "' is empty; accepted are PyTorch");
   const std::string text = dir.write("notes.txt", to_bytes("these are not weights, just some text\n"));

@@ -1,23 +1,36 @@
 #include <cstdio>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/tensor_compare.h"
+#include "io/printable_text.h"
 #include "io/safetensors.h"
 
 namespace sam2rt::cli {
 
 namespace {
 
-// Splits "X.dec8" into ("X", 8); plain keys give step 1.
+// Splits "X.dec8" into ("X", 8); plain keys give step 1. (No std::regex: it
+// recurses per character and a hostile file's key can be megabytes long.)
 std::pair<std::string, int64_t> split_decimated(const std::string& key) {
-  static const std::regex pattern(R"((.*)\.dec([0-9]{1,4}))");
-  std::smatch match;
-  if (std::regex_match(key, match, pattern)) return {match[1], std::stoll(match[2])};
-  return {key, 1};
+  const size_t dot = key.rfind(".dec");
+  if (dot == std::string::npos) return {key, 1};
+  const std::string digits = key.substr(dot + 4);
+  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    return {key, 1};
+  }
+  return {key.substr(0, dot), std::stoll(digits)};
+}
+
+// decimate() needs a non-empty plane to step through.
+Tensor decimated(const Tensor& x, int64_t step, const std::string& key) {
+  if (x.rank() < 2 || x.dim(-2) == 0 || x.dim(-1) == 0 || step < 1) {
+    throw Error("cannot compare '" + printable(key) + "': shape " + shape_to_string(x.shape()) +
+                " has no pixel planes, nothing to decimate by " + std::to_string(step));
+  }
+  return decimate(x, step);
 }
 
 struct ComparePair {
@@ -43,7 +56,7 @@ struct CompareCommand {
       auto [base_a, step_a] = split_decimated(key_a);
       if (step_a > 1) {  // A holds X.decS, B holds X
         if (auto it = b.tensors.find(base_a); it != b.tensors.end()) {
-          pairs.push_back({key_a, ta, decimate(it->second, step_a)});
+          pairs.push_back({key_a, ta, decimated(it->second, step_a, key_a)});
           matched.insert(key_a);
           matched.insert(base_a);
         }
@@ -52,7 +65,7 @@ struct CompareCommand {
       for (const auto& [key_b, tb] : b.tensors) {  // A holds X, B holds X.decS
         auto [base_b, step_b] = split_decimated(key_b);
         if (step_b > 1 && base_b == key_a) {
-          pairs.push_back({key_b, decimate(ta, step_b), tb});
+          pairs.push_back({key_b, decimated(ta, step_b, key_b), tb});
           matched.insert(key_a);
           matched.insert(key_b);
         }
@@ -67,7 +80,7 @@ struct CompareCommand {
     bool failed = false;
     for (const std::string& key : keys) {
       if (!matched.count(key)) {
-        std::fprintf(stderr, "sam2rt: error: key '%s' is not present in both files\n", key.c_str());
+        std::fprintf(stderr, "sam2rt: error: key '%s' is not present in both files\n", printable(key).c_str());
         failed = true;
       }
     }
@@ -78,14 +91,14 @@ struct CompareCommand {
     std::printf("%-36s %-22s %12s %12s %12s\n", "tensor", "shape", "1-cos", "mean|err|", "max|err|");
     for (const ComparePair& p : pairs) {
       if (p.a.shape() != p.b.shape()) {
-        std::printf("%-36s shape mismatch: %s vs %s\n", p.label.c_str(), shape_to_string(p.a.shape()).c_str(),
-                    shape_to_string(p.b.shape()).c_str());
+        std::printf("%-36s shape mismatch: %s vs %s\n", printable(p.label).c_str(),
+                    shape_to_string(p.a.shape()).c_str(), shape_to_string(p.b.shape()).c_str());
         failed = true;
         continue;
       }
       const TensorDifference d = compare_tensors(p.a, p.b);
-      std::printf("%-36s %-22s %12.3e %12.3e %12.3e\n", p.label.c_str(), shape_to_string(p.a.shape()).c_str(),
-                  d.one_minus_cos, d.mean_abs_err, d.max_abs_err);
+      std::printf("%-36s %-22s %12.3e %12.3e %12.3e\n", printable(p.label).c_str(),
+                  shape_to_string(p.a.shape()).c_str(), d.one_minus_cos, d.mean_abs_err, d.max_abs_err);
     }
     if (failed) throw CLI::RuntimeError(1);
   }

@@ -6,6 +6,7 @@
 #include "api/predictor.h"
 #include "commands.h"
 #include "model_options.h"
+#include "staged_outputs.h"
 
 namespace sam2rt::cli {
 
@@ -19,6 +20,7 @@ struct EncodeCommand {
   bool pos_enc = false;
 
   void run() const {
+    require_writable(out_path, "--out");
     auto loaded = model.load();
     const RgbImage image = decode_image_file(image_path, model.max_image_pixels);
     Predictor predictor(loaded);

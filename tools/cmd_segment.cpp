@@ -15,6 +15,7 @@
 #include "io/png_writer.h"
 #include "io/safetensors.h"
 #include "model_options.h"
+#include "staged_outputs.h"
 
 namespace sam2rt::cli {
 
@@ -91,6 +92,11 @@ struct SegmentCommand {
 
   void run() const {
     const auto process_start = std::chrono::steady_clock::now();
+    StagedOutputs outputs;
+    AtomicFile* mask_file = outputs.add(out_path, "--out");
+    AtomicFile* overlay_file = outputs.add(overlay_path, "--overlay");
+    AtomicFile* json_file = outputs.add(json_path, "--json");
+    AtomicFile* logits_file = outputs.add(logits_path, "--logits");
     Prompt prompt;
     for (const std::string& p : points) prompt.points.push_back(parse_point(p));
     if (!box.empty()) prompt.box = parse_box(box);
@@ -101,6 +107,8 @@ struct SegmentCommand {
 
     Predictor predictor(loaded);
     const RgbImage image = decode_image_file(image_path, model.max_image_pixels);
+    // Refuse a bad prompt now rather than after the image encoder has run.
+    validate_prompt(prompt, image.width, image.height, config);
     double encode_ms = 0.0;
     if (!features_path.empty()) {
       FeatureFile features = read_feature_file(features_path);
@@ -126,15 +134,17 @@ struct SegmentCommand {
     const auto& ious = result.iou_predictions;
     const int64_t best = std::max_element(ious.begin(), ious.end()) - ious.begin();
     const std::vector<uint8_t> best_mask = threshold_mask(result.masks, best, config.mask_threshold);
-    write_png_gray8(out_path, best_mask.data(), image.width, image.height);
-    if (!overlay_path.empty()) {
+    const std::vector<uint8_t> mask_png = encode_png_gray8(best_mask.data(), image.width, image.height);
+    mask_file->write(mask_png.data(), mask_png.size());
+    if (overlay_file) {
       const RgbImage overlay = render_overlay(image, best_mask, prompt);
-      write_png_rgb8(overlay_path, overlay.pixels.data(), overlay.width, overlay.height);
+      const std::vector<uint8_t> png = encode_png_rgb8(overlay.pixels.data(), overlay.width, overlay.height);
+      overlay_file->write(png.data(), png.size());
     }
-    if (!logits_path.empty()) {
+    if (logits_file) {
       Tensor iou_tensor({static_cast<int64_t>(ious.size())});
       std::copy(ious.begin(), ious.end(), iou_tensor.data());
-      write_safetensors(logits_path,
+      write_safetensors(*logits_file,
                         {{"masks", result.masks},
                          {"low_res_masks", result.low_res_masks},
                          {"iou_predictions", iou_tensor},
@@ -156,7 +166,11 @@ struct SegmentCommand {
       report["masks"].push_back(mask_summary(mask, image.width, image.height, ious[i], result.token_indices[i]));
     }
     report["timing_ms"] = {{"encode", encode_ms}, {"decode", decode_ms}, {"total", milliseconds_since(process_start)}};
-    if (!json_path.empty()) write_file_atomically(json_path, report.dump(2) + "\n");
+    if (json_file) {
+      const std::string json = report.dump(2) + "\n";
+      json_file->write(json.data(), json.size());
+    }
+    outputs.commit_all();
     std::printf("mask %lld of %zu: predicted IoU %.3f, area %lld px -> %s (encode %.0f ms, decode %.1f ms)\n",
                 static_cast<long long>(best), ious.size(), ious[static_cast<size_t>(best)],
                 report["masks"][static_cast<size_t>(best)]["area"].get<long long>(), out_path.c_str(), encode_ms,

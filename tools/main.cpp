@@ -3,9 +3,29 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "commands.h"
 #include "core/error.h"
+
+namespace {
+
+// Usage errors (unknown option, missing required option, a value CLI11's
+// checks refuse) exit with 2, like most Unix tools; everything else with 1.
+constexpr int kUsageError = 2;
+
+// Every failure ends in exactly one line on stderr, even when the message
+// quotes a file name or text that holds control characters.
+int report_error(const std::string& message, int exit_code) {
+  std::string line = message;
+  for (char& c : line) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  std::fprintf(stderr, "sam2rt: error: %s\n", line.c_str());
+  return exit_code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -22,17 +42,19 @@ int main(int argc, char** argv) {
   sam2rt::cli::register_serve(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A command's own failure status (compare's mismatch), already reported.
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version arrive here too, with exit code 0.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return report_error(std::string(e.what()) + " (see `sam2rt --help`)", kUsageError);
   } catch (const sam2rt::Error& e) {
-    std::fprintf(stderr, "sam2rt: error: %s\n", e.what());
-    return 1;
+    return report_error(e.what(), 1);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "sam2rt: error: out of memory\n");
-    return 1;
+    return report_error("out of memory", 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sam2rt: error: %s\n", e.what());
-    return 1;
+    return report_error(e.what(), 1);
   }
   return 0;
 }

@@ -1,5 +1,8 @@
 #include "api/predictor.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 #include "model/preprocess.h"
 
@@ -29,6 +32,15 @@ void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_
   check(features.image_embed, {1, d, e, e}, "image_embed");
   check(features.feat_s1, {1, d / 4, 2 * e, 2 * e}, "feat_s1");
   check(features.feat_s0, {1, d / 8, 4 * e, 4 * e}, "feat_s0");
+  // Features come from a file the user hands us; NaN/Inf would silently give garbage masks.
+  auto check_finite = [](const Tensor& t, const char* name) {
+    if (!std::all_of(t.begin(), t.end(), [](float v) { return std::isfinite(v); })) {
+      throw Error(std::string("features: '") + name + "' holds NaN or Inf values; encode the image again");
+    }
+  };
+  check_finite(features.image_embed, "image_embed");
+  check_finite(features.feat_s1, "feat_s1");
+  check_finite(features.feat_s0, "feat_s0");
   if (orig_width <= 0 || orig_height <= 0) throw Error("features: original image size must be positive");
   outputs_ = EncoderOutputs{};
   outputs_.decoder = std::move(features);

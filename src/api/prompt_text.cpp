@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/printable_text.h"
 
 namespace sam2rt {
 
@@ -20,7 +21,7 @@ std::vector<float> parse_numbers(const std::string& text, const std::string& wha
     char* end = nullptr;
     const float value = std::strtof(begin, &end);
     if (field.empty() || end == begin || *end != '\0' || !std::isfinite(value)) {
-      throw Error(what + " '" + text + "': '" + field + "' is not a finite number");
+      throw Error(what + " '" + printable(text) + "': '" + printable(field) + "' is not a finite number");
     }
     values.push_back(value);
     if (comma == std::string::npos) break;
@@ -34,11 +35,11 @@ std::vector<float> parse_numbers(const std::string& text, const std::string& wha
 
 PointPrompt parse_point(const std::string& text) {
   const std::vector<float> v = parse_numbers(text, "--point");
-  if (v.size() != 2 && v.size() != 3) throw Error("--point '" + text + "': expected X,Y or X,Y,LABEL");
+  if (v.size() != 2 && v.size() != 3) throw Error("--point '" + printable(text) + "': expected X,Y or X,Y,LABEL");
   PointPrompt point{v[0], v[1], 1};
   if (v.size() == 3) {
     if (v[2] != 0.0f && v[2] != 1.0f) {
-      throw Error("--point '" + text + "': LABEL must be 1 (object) or 0 (background)");
+      throw Error("--point '" + printable(text) + "': LABEL must be 1 (object) or 0 (background)");
     }
     point.label = static_cast<int>(v[2]);
   }
@@ -47,7 +48,7 @@ PointPrompt parse_point(const std::string& text) {
 
 std::array<float, 4> parse_box(const std::string& text) {
   const std::vector<float> v = parse_numbers(text, "--box");
-  if (v.size() != 4) throw Error("--box '" + text + "': expected X0,Y0,X1,Y1");
+  if (v.size() != 4) throw Error("--box '" + printable(text) + "': expected X0,Y0,X1,Y1");
   return {v[0], v[1], v[2], v[3]};
 }
 

@@ -30,7 +30,7 @@ WeightMap load_checkpoint(const std::string& path) {
   // A safetensors file opens with the 8-byte length of its JSON header.
   if (file->size() > 8 && file->data()[8] == '{') {
     WeightMap weights;
-    for (auto& [key, tensor] : read_safetensors(path).tensors) weights.insert(key, std::move(tensor));
+    for (auto& [key, tensor] : read_safetensors(std::move(file)).tensors) weights.insert(key, std::move(tensor));
     return weights;
   }
   if (starts_with(*file, kLegacyTorchMagic, sizeof kLegacyTorchMagic)) {

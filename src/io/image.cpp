@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "io/mapped_file.h"
+#include "io/printable_text.h"
 
 // Pixel semantics follow Pillow 9.4 (checked against its sources at tag 9.4.0):
 // * PNG modes (PngImagePlugin._MODES): gray 1/2/4-bit -> "1"/"L" scaled to
@@ -35,7 +36,8 @@ namespace sam2rt {
 namespace {
 
 [[noreturn]] void fail(const std::string& origin, const std::string& reason) {
-  throw Error("cannot decode image '" + origin + "': " + reason);
+  // libpng and libjpeg messages may quote bytes of the file.
+  throw Error("cannot decode image '" + origin + "': " + printable(reason, 400));
 }
 
 void check_size(int64_t width, int64_t height, int64_t max_pixels, const std::string& origin) {

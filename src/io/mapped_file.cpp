@@ -31,13 +31,23 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
       throw Error("cannot map '" + path + "': " + std::strerror(err));
     }
     file->data_ = static_cast<uint8_t*>(p);
+    file->mapped_ = true;
   }
   ::close(fd);
   return file;
 }
 
+std::shared_ptr<MappedFile> MappedFile::from_bytes(std::vector<uint8_t> bytes, const std::string& path) {
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->owned_ = std::move(bytes);
+  file->size_ = file->owned_.size();
+  file->data_ = file->size_ > 0 ? file->owned_.data() : nullptr;
+  return file;
+}
+
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(data_, size_);
+  if (mapped_) ::munmap(data_, size_);
 }
 
 }  // namespace sam2rt

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sam2rt {
 
@@ -12,6 +13,10 @@ namespace sam2rt {
 class MappedFile {
  public:
   static std::shared_ptr<MappedFile> open(const std::string& path);
+  // File contents already in memory (fuzzing, tests), read as if mapped from
+  // `path`, which only names the origin in error messages. Held on the heap, so
+  // the address sanitizer sees every read past the end.
+  static std::shared_ptr<MappedFile> from_bytes(std::vector<uint8_t> bytes, const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -26,6 +31,8 @@ class MappedFile {
   std::string path_;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;
+  std::vector<uint8_t> owned_;
 };
 
 }  // namespace sam2rt

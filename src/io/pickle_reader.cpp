@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "io/printable_text.h"
 
 namespace sam2rt {
 
@@ -38,13 +39,6 @@ constexpr uint8_t kProto = 0x80, kFrame = 0x95, kEmptyDict = '}', kEmptyList = '
                   kBinGet = 'h', kLongBinGet = 'j', kMemoize = 0x94, kGlobal = 'c', kStackGlobal = 0x93,
                   kReduce = 'R', kBinPersId = 'Q', kBuild = 'b', kStop = '.';
 }  // namespace op
-
-// Control and non-ASCII bytes would break the one-line message.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (char c : text) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
-}
 
 std::string hex_byte(uint8_t b) {
   static const char digits[] = "0123456789abcdef";

@@ -9,6 +9,7 @@
 #include "io/atomic_file.h"
 #include "io/half.h"
 #include "io/mapped_file.h"
+#include "io/printable_text.h"
 
 namespace sam2rt {
 
@@ -16,6 +17,7 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
 constexpr int64_t kMaxRank = 8;
+constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 
 struct Entry {
   std::string name;
@@ -28,15 +30,16 @@ struct Entry {
 size_t dtype_size(const std::string& dtype, const std::string& origin, const std::string& name) {
   if (dtype == "F32") return 4;
   if (dtype == "F16" || dtype == "BF16") return 2;
-  throw Error(origin + ": tensor '" + name + "' has dtype " + dtype +
+  throw Error(origin + ": tensor '" + printable(name) + "' has dtype " + printable(dtype) +
               "; only F32, F16 and BF16 are supported");
 }
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  auto file = MappedFile::open(path);
-  const std::string origin = "safetensors '" + path + "'";
+SafetensorsFile read_safetensors(const std::string& path) { return read_safetensors(MappedFile::open(path)); }
+
+SafetensorsFile read_safetensors(std::shared_ptr<MappedFile> file) {
+  const std::string origin = "safetensors '" + file->path() + "'";
   if (file->size() < 8) throw Error(origin + ": file is too short to hold a header");
   uint64_t header_len = 0;
   std::memcpy(&header_len, file->data(), 8);
@@ -60,46 +63,54 @@ SafetensorsFile read_safetensors(const std::string& path) {
       if (name == "__metadata__") {
         if (!value.is_object()) throw Error(origin + ": __metadata__ is not an object");
         for (auto& [k, v] : value.items()) {
-          if (!v.is_string()) throw Error(origin + ": metadata value '" + k + "' is not a string");
+          if (!v.is_string()) throw Error(origin + ": metadata value '" + printable(k) + "' is not a string");
           result.metadata[k] = v.get<std::string>();
         }
         continue;
       }
-      if (!value.is_object()) throw Error(origin + ": entry '" + name + "' is not an object");
+      if (!value.is_object()) throw Error(origin + ": entry '" + printable(name) + "' is not an object");
       Entry e;
       e.name = name;
+      const std::string tensor = origin + ": tensor '" + printable(name) + "'";
       e.dtype = value.at("dtype").get<std::string>();
       const auto& shape = value.at("shape");
       const auto& offsets = value.at("data_offsets");
       if (!shape.is_array() || static_cast<int64_t>(shape.size()) > kMaxRank) {
-        throw Error(origin + ": tensor '" + name + "' has an invalid shape");
+        throw Error(tensor + " has an invalid shape");
       }
       if (!offsets.is_array() || offsets.size() != 2) {
-        throw Error(origin + ": tensor '" + name + "' needs data_offsets [begin, end]");
+        throw Error(tensor + " needs data_offsets [begin, end]");
       }
-      uint64_t elements = 1;
       for (const auto& d : shape) {
-        if (!d.is_number_unsigned()) throw Error(origin + ": tensor '" + name + "' has a negative or non-integer dimension");
-        auto dim = d.get<uint64_t>();
-        if (dim > data_size || (dim && elements > data_size / dim)) {
-          throw Error(origin + ": tensor '" + name + "' is larger than the file");
-        }
-        elements *= dim;
-        e.shape.push_back(static_cast<int64_t>(dim));
+        if (!d.is_number_unsigned()) throw Error(tensor + " has a negative or non-integer dimension");
+        e.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(d.get<uint64_t>(), kMaxElements + 1)));
       }
+      // An empty tensor ([0, 4]) needs no bytes; its other dimensions are still
+      // bounded, so that no element count anywhere can overflow.
+      const bool empty = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
+      const uint64_t bound = empty ? kMaxElements : data_size;
+      uint64_t elements = 1;  // of the non-zero dimensions
+      for (int64_t dim : e.shape) {
+        if (dim == 0) continue;
+        if (elements > bound / static_cast<uint64_t>(dim)) {
+          throw Error(tensor + (empty ? " has an implausibly large shape" : " is larger than the file"));
+        }
+        elements *= static_cast<uint64_t>(dim);
+      }
+      if (empty) elements = 0;
       if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-        throw Error(origin + ": tensor '" + name + "' has non-integer data_offsets");
+        throw Error(tensor + " has non-integer data_offsets");
       }
       e.begin = offsets[0].get<uint64_t>();
       e.end = offsets[1].get<uint64_t>();
       const size_t elem = dtype_size(e.dtype, origin, name);
       if (e.begin > e.end || e.end > data_size) {
-        throw Error(origin + ": tensor '" + name + "' data_offsets [" + std::to_string(e.begin) + ", " +
+        throw Error(tensor + " data_offsets [" + std::to_string(e.begin) + ", " +
                     std::to_string(e.end) + "] lie outside the data section (" + std::to_string(data_size) +
                     " bytes)");
       }
       if (e.end - e.begin != elements * elem) {
-        throw Error(origin + ": tensor '" + name + "' has " + std::to_string(e.end - e.begin) +
+        throw Error(tensor + " has " + std::to_string(e.end - e.begin) +
                     " bytes but its shape " + shape_to_string(e.shape) + " and dtype " + e.dtype + " need " +
                     std::to_string(elements * elem));
       }
@@ -117,7 +128,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      throw Error(origin + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+      throw Error(origin + ": tensors '" + printable(by_offset[i - 1]->name) + "' and '" +
+                  printable(by_offset[i]->name) + "' overlap");
     }
   }
 
@@ -145,6 +157,13 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  AtomicFile out(path);
+  write_safetensors(out, tensors, metadata);
+  out.commit();
+}
+
+void write_safetensors(AtomicFile& out, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -157,13 +176,11 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');
   const uint64_t header_len = text.size();
 
-  AtomicFile out(path);
   out.write(&header_len, 8);
   out.write(text.data(), text.size());
   for (const auto& entry : tensors) {
     out.write(entry.second.data(), static_cast<size_t>(entry.second.numel()) * 4);
   }
-  out.commit();
 }
 
 }  // namespace sam2rt

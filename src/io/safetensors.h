@@ -1,11 +1,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/atomic_file.h"
+#include "io/mapped_file.h"
 
 namespace sam2rt {
 
@@ -19,11 +22,15 @@ struct SafetensorsFile {
 // Throws Error on any malformed header: length beyond the file, bad JSON,
 // offsets out of range or overlapping, sizes that do not match the shape.
 SafetensorsFile read_safetensors(const std::string& path);
+SafetensorsFile read_safetensors(std::shared_ptr<MappedFile> file);
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // Writes float32 tensors (in the given order) atomically.
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata);
+// The same into an output the caller commits (e.g. with other outputs of one run).
+void write_safetensors(AtomicFile& out, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata);
 
 }  // namespace sam2rt

@@ -1,9 +1,10 @@
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "io/printable_text.h"
 #include "model/config.h"
 
 namespace sam2rt {
@@ -26,7 +27,7 @@ class YamlReader {
     if (!node || !node.IsMap()) fail(path + "." + key + " is missing or not a mapping");
     YAML::Node target = node["_target_"];
     if (!target || target.as<std::string>() != expected_target) {
-      fail(path + "." + key + "._target_ is '" + (target ? target.as<std::string>() : std::string()) +
+      fail(path + "." + key + "._target_ is '" + (target ? printable(target.as<std::string>()) : std::string()) +
            "', expected '" + expected_target + "'");
     }
     return node;
@@ -69,7 +70,7 @@ ModelConfig parse_config_yaml(const std::string& text, const std::string& origin
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    reader.fail(std::string("not valid YAML (") + e.what() + ")");
+    reader.fail("not valid YAML (" + printable(e.what()) + ")");
   }
   if (!root || !root.IsMap()) reader.fail("top level is not a mapping");
   try {
@@ -127,20 +128,24 @@ ModelConfig parse_config_yaml(const std::string& text, const std::string& origin
     validate_config(config);
     return config;
   } catch (const YAML::Exception& e) {
-    reader.fail(std::string("malformed YAML (") + e.what() + ")");
+    reader.fail("malformed YAML (" + printable(e.what()) + ")");
   }
 }
 
 ModelConfig load_config_yaml(const std::string& path) {
+  constexpr size_t kMaxConfigBytes = 1 << 20;
+  // A device or a pipe (/dev/zero, a FIFO) would never end or never start.
+  std::error_code ignored;
+  if (!std::filesystem::is_regular_file(path, ignored)) {
+    throw Error("config '" + path + "' is not a regular file; give the path of a .yaml model config");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open config '" + path + "'");
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<long long>(in.tellg());
-  if (size > (1 << 20)) throw Error("config '" + path + "' is larger than 1 MiB; not a model config");
-  in.seekg(0);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config_yaml(text.str(), path);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) throw Error("config '" + path + "' is larger than 1 MiB; not a model config");
+  return parse_config_yaml(text, path);
 }
 
 }  // namespace sam2rt

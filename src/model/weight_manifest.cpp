@@ -1,5 +1,8 @@
 #include "model/weight_manifest.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 
 namespace sam2rt {
@@ -151,6 +154,13 @@ void validate_weights(const WeightMap& weights, const ModelConfig& config) {
       throw Error("checkpoint key '" + spec.key + "' has shape " + shape_to_string(t.shape()) +
                   " but variant '" + config.name + "' needs " + shape_to_string(spec.shape) +
                   "; pick the matching --variant or --config");
+    }
+    // A NaN or Inf weight would silently turn every mask into garbage.
+    const auto bad = std::find_if(t.begin(), t.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != t.end()) {
+      throw Error("checkpoint key '" + spec.key + "' holds a non-finite value (" + (std::isnan(*bad) ? "NaN" : "Inf") +
+                  ") at flat index " + std::to_string(bad - t.begin()) +
+                  "; the checkpoint is corrupted, download or export it again");
     }
   }
 }

@@ -20,7 +20,7 @@ struct WeightSpec {
 std::vector<WeightSpec> image_path_weights(const ModelConfig& config);
 
 // Throws Error naming the key (and both shapes) for the first entry that is
-// missing or has the wrong shape. Extra keys are ignored.
+// missing, has the wrong shape or holds a NaN/Inf value. Extra keys are ignored.
 void validate_weights(const WeightMap& weights, const ModelConfig& config);
 
 }  // namespace sam2rt

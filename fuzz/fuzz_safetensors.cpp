@@ -1,0 +1,11 @@
+// libFuzzer target: the safetensors reader on arbitrary bytes (see fuzz_inputs.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz_inputs.h"
+#include "fuzz_support.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  sam2rt::fuzz::expect_value_or_error([&] { sam2rt::fuzz::read_safetensors_bytes(data, size); });
+  return 0;
+}

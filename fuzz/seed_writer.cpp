@@ -1,0 +1,330 @@
+// Writes the small seed corpora of the fuzz targets into fuzz/corpus/<target>/
+// (run by fuzz/make_seeds.sh). Every seed is a valid input of its parser, so
+// the fuzzer starts from the accepted paths and mutates outwards.
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+// clang-format on
+#include <png.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/image.h"
+#include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
+#include "test_zip_builder.h"
+
+namespace {
+
+using sam2rt::testing::Bytes;
+using sam2rt::testing::to_bytes;
+using sam2rt::testing::ZipBuilder;
+
+std::filesystem::path corpus_root;
+
+// A seed its parser refuses would only test the error paths.
+void check_accepted(const std::string& target, const std::string& name, const Bytes& bytes) {
+  try {
+    if (target == "fuzz_torch_checkpoint") {
+      sam2rt::load_torch_checkpoint(sam2rt::MappedFile::from_bytes(bytes, name));
+    } else if (target == "fuzz_safetensors") {
+      sam2rt::read_safetensors(sam2rt::MappedFile::from_bytes(bytes, name));
+    } else if (target == "fuzz_image") {
+      sam2rt::decode_image_bytes(bytes.data(), bytes.size(), name);
+    }
+  } catch (const sam2rt::Error& e) {
+    std::fprintf(stderr, "seed %s is refused: %s\n", name.c_str(), e.what());
+    std::exit(1);
+  }
+}
+
+void write_seed(const std::string& target, const std::string& name, const Bytes& bytes) {
+  check_accepted(target, name, bytes);
+  const auto dir = corpus_root / target;
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// ---------------------------------------------------------------------------
+// torch.save checkpoints
+
+class Pickle {
+ public:
+  Pickle& op(uint8_t code) {
+    bytes.push_back(code);
+    return *this;
+  }
+  Pickle& raw(const std::string& text) {
+    bytes.insert(bytes.end(), text.begin(), text.end());
+    return *this;
+  }
+  Pickle& le(uint64_t value, int count) {
+    for (int i = 0; i < count; ++i) bytes.push_back(static_cast<uint8_t>(value >> (8 * i)));
+    return *this;
+  }
+  Pickle& str(const std::string& text) { return op('X').le(text.size(), 4).raw(text); }
+  Pickle& integer(int64_t value) {
+    if (value >= 0 && value < 256) return op('K').le(static_cast<uint64_t>(value), 1);
+    return op('J').le(static_cast<uint64_t>(value), 4);
+  }
+  Pickle& global(const std::string& module, const std::string& name) {
+    return op('c').raw(module + "\n" + name + "\n");
+  }
+  Pickle& int_tuple(const std::vector<int64_t>& values) {
+    op('(');
+    for (int64_t v : values) integer(v);
+    return op('t');
+  }
+  Bytes bytes;
+};
+
+struct SeedTensor {
+  std::string key, storage_type, storage_key;
+  int64_t storage_numel, offset;
+  std::vector<int64_t> sizes, strides;
+};
+
+// torch.save({"model": state_dict}) as torch writes it: protocol 2, a memoised
+// _rebuild_tensor_v2, the state dict's _metadata attribute.
+Bytes state_dict_pickle(const std::vector<SeedTensor>& tensors, bool wrap_in_model) {
+  Pickle p;
+  p.op(0x80).op(2);
+  if (wrap_in_model) p.op('}').str("model");
+  p.global("collections", "OrderedDict").op(')').op('R').op('(');
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SeedTensor& t = tensors[i];
+    p.str(t.key);
+    if (i == 0) {
+      p.global("torch._utils", "_rebuild_tensor_v2").op('q').le(0, 1);
+    } else {
+      p.op('h').le(0, 1);
+    }
+    p.op('(').op('(').str("storage").global("torch", t.storage_type).str(t.storage_key).str("cpu");
+    p.integer(t.storage_numel).op('t').op('Q');
+    p.integer(t.offset).int_tuple(t.sizes).int_tuple(t.strides).op(0x89);
+    p.global("collections", "OrderedDict").op(')').op('R').op('t').op('R');
+  }
+  p.op('u');
+  p.op('}').str("_metadata").global("collections", "OrderedDict").op(')').op('R');
+  p.str("").op('}').str("version").integer(1).op('s').op('s').op('s').op('b');
+  if (wrap_in_model) p.op('s');
+  return p.op('.').bytes;
+}
+
+// The same dict the way a protocol 4 pickler frames and memoises it.
+Bytes protocol4_pickle() {
+  Pickle p;
+  p.op(0x80).op(4).op(0x95).le(0, 8);
+  p.op('}').op(0x94).op(0x8c).le(5, 1).raw("model").op(0x94);
+  p.op(0x8c).le(11, 1).raw("collections").op(0x94).op(0x8c).le(11, 1).raw("OrderedDict").op(0x94).op(0x93).op(0x94);
+  p.op(')').op('R').op(0x94).op(0x8c).le(1, 1).raw("w").op(0x94);
+  p.op(0x8c).le(12, 1).raw("torch._utils").op(0x8c).le(18, 1).raw("_rebuild_tensor_v2").op(0x93).op(0x94);
+  p.op('(').op('(').op(0x8c).le(7, 1).raw("storage");
+  p.op(0x8c).le(5, 1).raw("torch").op(0x8c).le(12, 1).raw("FloatStorage");
+  p.op(0x93).op(0x8c).le(1, 1).raw("0").op(0x8c).le(3, 1).raw("cpu").op('K').le(6, 1).op('t').op('Q');
+  p.op('K').le(0, 1).op('K').le(2, 1).op('K').le(3, 1).op(0x86).op('K').le(3, 1).op('K').le(1, 1).op(0x86);
+  p.op(0x89).op('h').le(4, 1).op(')').op('R').op('t').op('R').op('s').op('s').op('.');
+  // The frame length covers everything after its own 8 bytes.
+  const uint64_t frame = p.bytes.size() - 11;
+  for (int i = 0; i < 8; ++i) p.bytes[3 + i] = static_cast<uint8_t>(frame >> (8 * i));
+  return p.bytes;
+}
+
+Bytes floats(const std::vector<float>& values) {
+  Bytes b(values.size() * 4);
+  std::memcpy(b.data(), values.data(), b.size());
+  return b;
+}
+
+void write_checkpoint_seeds() {
+  const Bytes six = floats({0.5f, -1.5f, 2.25f, 3.0f, -4.0f, 5.5f});
+  const Bytes halves = {0x00, 0x3c, 0x00, 0xc0, 0x00, 0x7c, 0x01, 0x00};  // 1, -2, inf, denormal
+  const std::vector<SeedTensor> tensors = {
+      {"a.weight", "FloatStorage", "0", 6, 0, {2, 3}, {3, 1}},
+      {"a.bias", "HalfStorage", "1", 4, 1, {3}, {1}},
+      {"b.t", "FloatStorage", "0", 6, 0, {3, 2}, {1, 3}},
+      {"c", "BFloat16Storage", "2", 4, 0, {2, 2}, {2, 1}},
+      {"d", "FloatStorage", "0", 6, 2, {1, 1, 2}, {7, 9, 1}},
+  };
+  auto build = [&](const std::string& folder, const Bytes& pickle, bool zip64, bool descriptors, bool order) {
+    ZipBuilder zip;
+    zip.zip64(zip64).data_descriptors(descriptors);
+    zip.add(folder + "/data.pkl", pickle);
+    if (order) zip.add(folder + "/byteorder", to_bytes("little"));
+    zip.add(folder + "/data/0", six);
+    zip.add(folder + "/data/1", halves);
+    zip.add(folder + "/data/2", halves);
+    zip.add(folder + "/version", to_bytes("3\n"));
+    return zip.build().bytes;
+  };
+  const std::string t = "fuzz_torch_checkpoint";
+  write_seed(t, "model_dict.pt", build("archive", state_dict_pickle(tensors, true), false, true, true));
+  write_seed(t, "bare_zip64.pt", build("m", state_dict_pickle(tensors, false), true, false, false));
+  write_seed(t, "protocol4.pt", build("p4", protocol4_pickle(), false, true, true));
+}
+
+// ---------------------------------------------------------------------------
+// safetensors
+
+Bytes safetensors_bytes(const std::string& header, const Bytes& data) {
+  Bytes b;
+  std::string padded = header;
+  while (padded.size() % 8 != 0) padded.push_back(' ');
+  for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(padded.size() >> (8 * i)));
+  b.insert(b.end(), padded.begin(), padded.end());
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+void write_safetensors_seeds() {
+  const Bytes six = floats({0.5f, -1.5f, 2.25f, 3.0f, -4.0f, 5.5f});
+  write_seed("fuzz_safetensors", "f32.safetensors",
+             safetensors_bytes(R"({"__metadata__":{"format":"pt"},)"
+                               R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
+                               six));
+  Bytes mixed = six;
+  mixed.insert(mixed.end(), {0x00, 0x3c, 0x00, 0xc0, 0x80, 0x3f, 0x00, 0xc0});
+  write_seed("fuzz_safetensors", "mixed.safetensors",
+             safetensors_bytes(R"({"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
+                               R"("h":{"dtype":"F16","shape":[2],"data_offsets":[24,28]},)"
+                               R"("b":{"dtype":"BF16","shape":[2,1],"data_offsets":[28,32]},)"
+                               R"("e":{"dtype":"F32","shape":[0,4],"data_offsets":[32,32]}})",
+                               mixed));
+  write_seed("fuzz_safetensors", "misaligned.safetensors",
+             safetensors_bytes(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+                               Bytes{0, 0, 0, 0, 0x80, 0x3f}));
+}
+
+// ---------------------------------------------------------------------------
+// images
+
+void png_append(png_structp png, png_bytep data, size_t length) {
+  auto* out = static_cast<Bytes*>(png_get_io_ptr(png));
+  out->insert(out->end(), data, data + length);
+}
+void png_flush(png_structp) {}
+
+Bytes encode_png(int width, int height, int bit_depth, int color_type, bool interlaced) {
+  Bytes out;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  if (setjmp(png_jmpbuf(png))) {
+    std::fprintf(stderr, "libpng failed to write a seed\n");
+    std::exit(1);
+  }
+  png_set_write_fn(png, &out, png_append, png_flush);
+  png_set_IHDR(png, info, width, height, bit_depth, color_type,
+               interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  std::vector<png_color> palette;
+  if (color_type == PNG_COLOR_TYPE_PALETTE) {
+    for (int i = 0; i < 4; ++i) {
+      palette.push_back({static_cast<png_byte>(60 * i), static_cast<png_byte>(255 - 60 * i), 90});
+    }
+    png_set_PLTE(png, info, palette.data(), static_cast<int>(palette.size()));
+    png_byte alpha[2] = {0, 128};
+    png_set_tRNS(png, info, alpha, 2, nullptr);
+  }
+  const int channels = png_get_channels(png, info);
+  const size_t row_bytes = (static_cast<size_t>(width) * channels * bit_depth + 7) / 8;
+  std::vector<Bytes> rows(static_cast<size_t>(height), Bytes(row_bytes));
+  std::vector<png_bytep> pointers;
+  for (int y = 0; y < height; ++y) {
+    for (size_t i = 0; i < row_bytes; ++i) {
+      rows[y][i] = static_cast<uint8_t>(i * 37 + y * 11);  // every 2-bit palette index is < 4
+    }
+    pointers.push_back(rows[y].data());
+  }
+  png_set_rows(png, info, pointers.data());
+  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+Bytes exif_orientation(int orientation) {
+  return {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0,
+          static_cast<uint8_t>(orientation), 0, 0, 0, 0, 0, 0, 0};
+}
+
+Bytes encode_jpeg(int width, int height, int components, J_COLOR_SPACE space, bool progressive, const Bytes& exif) {
+  jpeg_compress_struct cinfo{};
+  jpeg_error_mgr errors{};
+  cinfo.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = width;
+  cinfo.image_height = height;
+  cinfo.input_components = components;
+  cinfo.in_color_space = space;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 75, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  if (!exif.empty()) jpeg_write_marker(&cinfo, JPEG_APP0 + 1, exif.data(), static_cast<unsigned>(exif.size()));
+  Bytes row(static_cast<size_t>(width) * components);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(i * 29 + cinfo.next_scanline * 13);
+    JSAMPROW pointer = row.data();
+    jpeg_write_scanlines(&cinfo, &pointer, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  Bytes out(buffer, buffer + size);
+  std::free(buffer);
+  return out;
+}
+
+void write_image_seeds() {
+  const std::string t = "fuzz_image";
+  write_seed(t, "gray1.png", encode_png(9, 5, 1, PNG_COLOR_TYPE_GRAY, false));
+  write_seed(t, "gray16.png", encode_png(4, 3, 16, PNG_COLOR_TYPE_GRAY, false));
+  write_seed(t, "gray_alpha.png", encode_png(3, 4, 8, PNG_COLOR_TYPE_GRAY_ALPHA, false));
+  write_seed(t, "rgb8_interlaced.png", encode_png(11, 7, 8, PNG_COLOR_TYPE_RGB, true));
+  write_seed(t, "rgba16.png", encode_png(3, 2, 16, PNG_COLOR_TYPE_RGB_ALPHA, false));
+  write_seed(t, "palette2.png", encode_png(6, 6, 2, PNG_COLOR_TYPE_PALETTE, false));
+  write_seed(t, "one_by_three.png", encode_png(1, 3, 8, PNG_COLOR_TYPE_RGB, false));
+  write_seed(t, "gray.jpg", encode_jpeg(8, 8, 1, JCS_GRAYSCALE, false, {}));
+  write_seed(t, "rgb_exif6.jpg", encode_jpeg(17, 9, 3, JCS_RGB, false, exif_orientation(6)));
+  write_seed(t, "rgb_progressive.jpg", encode_jpeg(16, 16, 3, JCS_RGB, true, {}));
+  write_seed(t, "cmyk.jpg", encode_jpeg(8, 4, 4, JCS_CMYK, false, {}));
+}
+
+// ---------------------------------------------------------------------------
+// prompts (two bytes of width, two of height, then lines; see fuzz_prompt.cpp)
+
+void write_prompt_seeds() {
+  auto prompt = [](int width, int height, const std::string& lines) {
+    Bytes b = {static_cast<uint8_t>(width - 1), static_cast<uint8_t>((width - 1) >> 8),
+               static_cast<uint8_t>(height - 1), static_cast<uint8_t>((height - 1) >> 8)};
+    b.insert(b.end(), lines.begin(), lines.end());
+    return b;
+  };
+  write_seed("fuzz_prompt", "point.txt", prompt(288, 112, "p110,41\n"));
+  write_seed("fuzz_prompt", "points_box.txt", prompt(500, 375, "p361,251.5,1\np10.5,2e1,0\nb71,22.75,426.75,300\n"));
+  write_seed("fuzz_prompt", "mask.txt", prompt(64, 64, "m1,256,256,-3.5\np0,64\n"));
+  write_seed("fuzz_prompt", "edge.txt", prompt(1, 512, "p1,512\nb0,0,1,512\n"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  corpus_root = argv[1];
+  write_checkpoint_seeds();
+  write_safetensors_seeds();
+  write_image_seeds();
+  write_prompt_seeds();
+  return 0;
+}

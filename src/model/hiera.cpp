@@ -239,25 +239,64 @@ Tensor HieraTrunk::block(Tensor x, size_t index) const {
   return out;
 }
 
-Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
-                                int64_t width) {
+namespace {
+
+HieraPositionEmbedding checked_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window,
+                                                  int64_t height, int64_t width) {
   const int64_t window = pos_embed_window.dim(2);
   if (height % window != 0 || width % window != 0) {
     throw Error("Hiera position embedding: the " + std::to_string(window) + "x" + std::to_string(window) +
                 " window embedding does not tile the " + std::to_string(height) + "x" +
                 std::to_string(width) + " patch grid");
   }
-  Tensor resized = nchw_to_hwc(resize_bicubic(pos_embed, height, width));
-  const Tensor tile = nchw_to_hwc(pos_embed_window);  // [window, window, C]
-  const int64_t channels = resized.dim(2);
-  for (int64_t y = 0; y < height; ++y) {
-    for (int64_t x = 0; x < width; ++x) {
-      float* dst = resized.data() + (y * width + x) * channels;
-      const float* src = tile.data() + ((y % window) * window + x % window) * channels;
-      for (int64_t c = 0; c < channels; ++c) dst[c] += src[c];
+  return HieraPositionEmbedding(pos_embed, pos_embed_window, height, width);
+}
+
+}  // namespace
+
+HieraPositionEmbedding::HieraPositionEmbedding(const Tensor& pos_embed, const Tensor& pos_embed_window,
+                                               int64_t height, int64_t width)
+    : background_(pos_embed, height, width), window_(nchw_to_hwc(pos_embed_window)) {
+  if (window_.dim(2) != background_.channels()) {
+    throw Error("Hiera position embedding: pos_embed_window " + shape_to_string(pos_embed_window.shape()) +
+                " does not match pos_embed " + shape_to_string(pos_embed.shape()));
+  }
+}
+
+void HieraPositionEmbedding::row(int64_t y, float* out) const {
+  background_.row(y, out);
+  const int64_t width = background_.width(), channels = background_.channels(), window = window_.dim(0);
+  const float* tile_row = window_.data() + (y % window) * window * channels;
+  for (int64_t x = 0; x < width; ++x) {
+    float* dst = out + x * channels;
+    const float* src = tile_row + (x % window) * channels;
+    for (int64_t c = 0; c < channels; ++c) dst[c] += src[c];
+  }
+}
+
+void HieraPositionEmbedding::add_to(Tensor& x) const {
+  if (x.shape() != shape()) {
+    throw Error("Hiera position embedding: map " + shape_to_string(x.shape()) + " is not " + shape_to_string(shape()));
+  }
+  const int64_t height = x.dim(0), row_size = x.dim(1) * x.dim(2);
+#pragma omp parallel
+  {
+    std::vector<float> embedding(static_cast<size_t>(row_size));
+#pragma omp for schedule(static)
+    for (int64_t y = 0; y < height; ++y) {
+      row(y, embedding.data());
+      float* dst = x.data() + y * row_size;
+      for (int64_t i = 0; i < row_size; ++i) dst[i] += embedding[static_cast<size_t>(i)];
     }
   }
-  return resized;
+}
+
+Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
+                                int64_t width) {
+  const HieraPositionEmbedding embedding = checked_position_embedding(pos_embed, pos_embed_window, height, width);
+  Tensor out(embedding.shape());
+  for (int64_t y = 0; y < height; ++y) embedding.row(y, out.data() + y * width * out.dim(2));
+  return out;
 }
 
 HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights, Precision precision,
@@ -265,12 +304,12 @@ HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights, Prec
     : precision_(precision),
       pool_(std::move(pool)),
       specs_(hiera_block_specs(config.trunk)),
-      stage_ends_(hiera_stage_ends(config.trunk)) {
+      stage_ends_(hiera_stage_ends(config.trunk)),
+      patch_embed_(read_layer(weights, "image_encoder.trunk.patch_embed.proj")),
+      position_embedding_(checked_position_embedding(weights.at("image_encoder.trunk.pos_embed"),
+                                                     weights.at("image_encoder.trunk.pos_embed_window"),
+                                                     config.image_size / 4, config.image_size / 4)) {
   const std::string prefix = "image_encoder.trunk";
-  patch_embed_ = read_layer(weights, prefix + ".patch_embed.proj");
-  const int64_t grid = config.image_size / 4;
-  position_embedding_ =
-      hiera_position_embedding(weights.at(prefix + ".pos_embed"), weights.at(prefix + ".pos_embed_window"), grid, grid);
   for (size_t i = 0; i < specs_.size(); ++i) {
     const std::string b = prefix + ".blocks." + std::to_string(i);
     HieraBlockLayers block;
@@ -294,7 +333,7 @@ Tensor HieraTrunk::embed(const Tensor& image) const {
                 shape_to_string(x.shape()) + " but the model was built for " +
                 shape_to_string(position_embedding_.shape()));
   }
-  add_inplace(x, position_embedding_);
+  position_embedding_.add_to(x);
   return x;
 }
 

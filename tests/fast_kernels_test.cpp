@@ -137,13 +137,16 @@ TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {
     Tensor a = pool.tensor({1000, 1000});
     first = a.data();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
-    EXPECT_EQ(pool.idle_buffers(), 0u);
+    EXPECT_GE(pool.bytes_in_use(), 4000000u);
   }
-  EXPECT_EQ(pool.idle_buffers(), 1u);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+  const size_t footprint = pool.bytes_reserved();
+  EXPECT_GE(footprint, 4000000u);
   Tensor b = pool.tensor({1000, 1000});
   EXPECT_EQ(b.data(), first);  // reused, not a fresh allocation
   Tensor c = pool.tensor({1000, 1000});
   EXPECT_NE(c.data(), b.data());  // a buffer in use is never handed out twice
+  EXPECT_GE(c.data(), b.data() + 1000 * 1000);  // and never overlaps one
   Tensor survivor;
   {
     BufferPool short_lived;
@@ -151,6 +154,31 @@ TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {
   }
   survivor[9] = 1.0f;  // still valid after its pool is gone
   EXPECT_EQ(survivor[9], 1.0f);
+}
+
+TEST(FastKernels, BufferPoolReusesFreedMemoryForOtherSizes) {
+  // The footprint is the peak of what is live at once: freed neighbours merge,
+  // and smaller or larger later requests reuse them.
+  BufferPool pool;
+  const float* base = nullptr;
+  {
+    Tensor a = pool.tensor({1 << 20});
+    Tensor b = pool.tensor({1 << 20});
+    base = a.data();
+    EXPECT_EQ(b.data(), base + (1 << 20));
+  }
+  const size_t peak = pool.bytes_reserved();
+  {
+    Tensor whole = pool.tensor({2 << 20});  // both freed blocks, merged
+    EXPECT_EQ(whole.data(), base);
+  }
+  for (int64_t size : {int64_t{3}, int64_t{100000}, int64_t{700000}, int64_t{1 << 20}}) {
+    Tensor small = pool.tensor({size});
+    Tensor other = pool.tensor({(2 << 20) - size - 1024});
+    EXPECT_EQ(small.data(), base) << size;
+  }
+  EXPECT_EQ(pool.bytes_reserved(), peak);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
 }
 
 TEST(FastKernels, WindowPartitionPadsWithTheGivenToken) {

@@ -14,7 +14,9 @@
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
+#include "kernels/attention.h"
 #include "kernels/window.h"
+#include "kernels/window_attention.h"
 
 namespace sam2rt {
 namespace {
@@ -179,6 +181,58 @@ TEST(FastKernels, BufferPoolReusesFreedMemoryForOtherSizes) {
   }
   EXPECT_EQ(pool.bytes_reserved(), peak);
   EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
+// windowed_attention against the unfused steps: partition (padding = the given
+// token), optional max-pool of q, reference attention per window, unpartition.
+Tensor unfused_windowed_attention(const Tensor& qkv, int64_t window, const float* pad, int64_t heads, bool q_pool) {
+  const int64_t c = qkv.dim(2) / 3;
+  const int64_t nwh = windows_along(qkv.dim(0), window), nww = windows_along(qkv.dim(1), window);
+  Tensor windows({nwh * nww, window, window, 3 * c});
+  window_partition_into(qkv, window, pad, windows);
+  const int64_t qw = q_pool ? window / 2 : window;
+  const Tensor pooled = q_pool ? max_pool2x2(windows, 0, c) : Tensor();
+  Tensor attended({nwh * nww, qw, qw, c});
+  for (int64_t n = 0; n < nwh * nww; ++n) {
+    AttentionArgs a;
+    a.nq = qw * qw;
+    a.nk = window * window;
+    a.heads = heads;
+    a.head_dim = c / heads;
+    a.q = q_pool ? pooled.data() + n * qw * qw * c : windows.data() + n * window * window * 3 * c;
+    a.ldq = q_pool ? c : 3 * c;
+    a.k = windows.data() + n * window * window * 3 * c + c;
+    a.v = a.k + c;
+    a.ldk = a.ldv = 3 * c;
+    a.out = attended.data() + n * qw * qw * c;
+    a.ldo = c;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c / heads));
+    attention_reference(a);
+  }
+  const int64_t oh = q_pool ? qkv.dim(0) / 2 : qkv.dim(0), ow = q_pool ? qkv.dim(1) / 2 : qkv.dim(1);
+  return window_unpartition(attended, qw, oh, ow);
+}
+
+TEST(FastKernels, WindowedAttentionMatchesPartitionAttendUnpartition) {
+  struct Case {
+    int64_t h, w, window, heads;
+    bool q_pool;
+  };
+  for (const Case& k : {Case{8, 8, 4, 1, false}, Case{10, 7, 4, 2, false}, Case{12, 12, 4, 2, true},
+                        Case{9, 14, 6, 3, true}, Case{5, 5, 8, 1, false}}) {
+    const int64_t c = 6 * k.heads;
+    const Tensor qkv = random_tensor({k.h, k.w, 3 * c}, 21);
+    const Tensor pad = random_tensor({3 * c}, 22);
+    Tensor out({k.q_pool ? k.h / 2 : k.h, k.q_pool ? k.w / 2 : k.w, c});
+    windowed_attention(qkv, k.window, pad.data(), k.heads, k.q_pool, out);
+    const Tensor expected = unfused_windowed_attention(qkv, k.window, pad.data(), k.heads, k.q_pool);
+    ASSERT_EQ(out.shape(), expected.shape());
+    EXPECT_LE(max_abs_diff(out.data(), expected.data(), out.numel()), 2e-6)
+        << k.h << "x" << k.w << " window " << k.window << (k.q_pool ? " pooled" : "");
+  }
+  const Tensor qkv = random_tensor({8, 8, 18}, 1);
+  Tensor wrong({8, 8, 5});
+  EXPECT_THROW(windowed_attention(qkv, 4, qkv.data(), 1, false, wrong), Error);
 }
 
 TEST(FastKernels, WindowPartitionPadsWithTheGivenToken) {

@@ -183,6 +183,43 @@ TEST(FastKernels, BufferPoolReusesFreedMemoryForOtherSizes) {
   EXPECT_EQ(pool.bytes_in_use(), 0u);
 }
 
+TEST(FastKernels, AttentionMatchesReferenceAcrossQueryBlocks) {
+  // More queries than one block (and a partial last block), strided rows.
+  for (auto [nq, nk] : {std::pair<int64_t, int64_t>{300, 257}, {1, 5}, {128, 128}, {129, 1000}}) {
+    const int64_t heads = 2, head_dim = 8, width = heads * head_dim;
+    const Tensor qkv = random_tensor({std::max(nq, nk), 3 * width}, 31);
+    AttentionArgs a;
+    a.nq = nq;
+    a.nk = nk;
+    a.heads = heads;
+    a.head_dim = head_dim;
+    a.q = qkv.data();
+    a.k = qkv.data() + width;
+    a.v = qkv.data() + 2 * width;
+    a.ldq = a.ldk = a.ldv = 3 * width;
+    a.ldo = width + 3;
+    a.scale = 0.35f;
+    Tensor fast({nq, width + 3}), reference({nq, width + 3});
+    a.out = fast.data();
+    attention(a);
+    Tensor serial({nq, width + 3});
+    a.out = serial.data();
+    attention_serial(a);
+    a.out = reference.data();
+    attention_reference(a);
+    double worst = 0.0, worst_serial = 0.0;
+    for (int64_t i = 0; i < nq; ++i) {
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t at = i * (width + 3) + j;
+        worst = std::max(worst, std::abs(double(fast[at]) - reference[at]));
+        worst_serial = std::max(worst_serial, std::abs(double(serial[at]) - reference[at]));
+      }
+    }
+    EXPECT_LE(worst, 2e-6) << nq << " queries, " << nk << " keys";
+    EXPECT_LE(worst_serial, 2e-6) << nq << " queries, " << nk << " keys";
+  }
+}
+
 // windowed_attention against the unfused steps: partition (padding = the given
 // token), optional max-pool of q, reference attention per window, unpartition.
 Tensor unfused_windowed_attention(const Tensor& qkv, int64_t window, const float* pad, int64_t heads, bool q_pool) {

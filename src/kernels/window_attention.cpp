@@ -79,7 +79,7 @@ void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_toke
       args.out = attended.data();
       args.ldo = channels;
       args.scale = scale;
-      attention(args);
+      attention_serial(args);
       const int64_t oy0 = n / cols * out_window, ox0 = n % cols * out_window;
       const int64_t run = std::min(out_window, out_width - ox0);
       for (int64_t y = 0; y < out_window && oy0 + y < out_height; ++y) {

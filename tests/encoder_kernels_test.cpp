@@ -118,6 +118,23 @@ TEST(EncoderKernels, BicubicMatchesPerPixelReference) {
   EXPECT_EQ(max_abs_diff(resize_bicubic(x, 7, 4), x), 0.0);
 }
 
+TEST(EncoderKernels, BicubicRowsEqualResizeBicubicBitForBit) {
+  const Tensor x = random_tensor({1, 5, 7, 6}, 11);
+  for (auto [oh, ow] : {std::pair<int64_t, int64_t>{256, 200}, {64, 64}, {7, 6}, {12, 9}, {3, 2}}) {
+    const Tensor expected = resize_bicubic(x, oh, ow);
+    const BicubicRows rows(x, oh, ow);
+    std::vector<float> row(static_cast<size_t>(ow * 5));
+    int64_t mismatches = 0;
+    for (int64_t y = 0; y < oh; ++y) {
+      rows.row(y, row.data());
+      for (int64_t xx = 0; xx < ow; ++xx)
+        for (int64_t c = 0; c < 5; ++c) mismatches += row[static_cast<size_t>(xx * 5 + c)] != expected[(c * oh + y) * ow + xx];
+    }
+    EXPECT_EQ(mismatches, 0) << oh << "x" << ow;
+  }
+  EXPECT_THROW(BicubicRows(random_tensor({2, 5, 7, 6}, 1), 4, 4), Error);
+}
+
 TEST(EncoderKernels, BicubicKnownValues) {
   // [0, 1] resized to 4 samples, worked by hand: sources -0.25, 0.25, 0.75, 1.25
   // (the first NOT clamped to 0), taps clamped to the border, so the ends

@@ -14,7 +14,9 @@
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
+#include "kernels/attention.h"
 #include "kernels/window.h"
+#include "kernels/window_attention.h"
 
 namespace sam2rt {
 namespace {
@@ -137,13 +139,16 @@ TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {
     Tensor a = pool.tensor({1000, 1000});
     first = a.data();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
-    EXPECT_EQ(pool.idle_buffers(), 0u);
+    EXPECT_GE(pool.bytes_in_use(), 4000000u);
   }
-  EXPECT_EQ(pool.idle_buffers(), 1u);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+  const size_t footprint = pool.bytes_reserved();
+  EXPECT_GE(footprint, 4000000u);
   Tensor b = pool.tensor({1000, 1000});
   EXPECT_EQ(b.data(), first);  // reused, not a fresh allocation
   Tensor c = pool.tensor({1000, 1000});
   EXPECT_NE(c.data(), b.data());  // a buffer in use is never handed out twice
+  EXPECT_GE(c.data(), b.data() + 1000 * 1000);  // and never overlaps one
   Tensor survivor;
   {
     BufferPool short_lived;
@@ -151,6 +156,120 @@ TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {
   }
   survivor[9] = 1.0f;  // still valid after its pool is gone
   EXPECT_EQ(survivor[9], 1.0f);
+}
+
+TEST(FastKernels, BufferPoolReusesFreedMemoryForOtherSizes) {
+  // The footprint is the peak of what is live at once: freed neighbours merge,
+  // and smaller or larger later requests reuse them.
+  BufferPool pool;
+  const float* base = nullptr;
+  {
+    Tensor a = pool.tensor({1 << 20});
+    Tensor b = pool.tensor({1 << 20});
+    base = a.data();
+    EXPECT_EQ(b.data(), base + (1 << 20));
+  }
+  const size_t peak = pool.bytes_reserved();
+  {
+    Tensor whole = pool.tensor({2 << 20});  // both freed blocks, merged
+    EXPECT_EQ(whole.data(), base);
+  }
+  for (int64_t size : {int64_t{3}, int64_t{100000}, int64_t{700000}, int64_t{1 << 20}}) {
+    Tensor small = pool.tensor({size});
+    Tensor other = pool.tensor({(2 << 20) - size - 1024});
+    EXPECT_EQ(small.data(), base) << size;
+  }
+  EXPECT_EQ(pool.bytes_reserved(), peak);
+  EXPECT_EQ(pool.bytes_in_use(), 0u);
+}
+
+TEST(FastKernels, AttentionMatchesReferenceAcrossQueryBlocks) {
+  // More queries than one block (and a partial last block), strided rows.
+  for (auto [nq, nk] : {std::pair<int64_t, int64_t>{300, 257}, {1, 5}, {128, 128}, {129, 1000}}) {
+    const int64_t heads = 2, head_dim = 8, width = heads * head_dim;
+    const Tensor qkv = random_tensor({std::max(nq, nk), 3 * width}, 31);
+    AttentionArgs a;
+    a.nq = nq;
+    a.nk = nk;
+    a.heads = heads;
+    a.head_dim = head_dim;
+    a.q = qkv.data();
+    a.k = qkv.data() + width;
+    a.v = qkv.data() + 2 * width;
+    a.ldq = a.ldk = a.ldv = 3 * width;
+    a.ldo = width + 3;
+    a.scale = 0.35f;
+    Tensor fast({nq, width + 3}), reference({nq, width + 3});
+    a.out = fast.data();
+    attention(a);
+    Tensor serial({nq, width + 3});
+    a.out = serial.data();
+    attention_serial(a);
+    a.out = reference.data();
+    attention_reference(a);
+    double worst = 0.0, worst_serial = 0.0;
+    for (int64_t i = 0; i < nq; ++i) {
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t at = i * (width + 3) + j;
+        worst = std::max(worst, std::abs(double(fast[at]) - reference[at]));
+        worst_serial = std::max(worst_serial, std::abs(double(serial[at]) - reference[at]));
+      }
+    }
+    EXPECT_LE(worst, 2e-6) << nq << " queries, " << nk << " keys";
+    EXPECT_LE(worst_serial, 2e-6) << nq << " queries, " << nk << " keys";
+  }
+}
+
+// windowed_attention against the unfused steps: partition (padding = the given
+// token), optional max-pool of q, reference attention per window, unpartition.
+Tensor unfused_windowed_attention(const Tensor& qkv, int64_t window, const float* pad, int64_t heads, bool q_pool) {
+  const int64_t c = qkv.dim(2) / 3;
+  const int64_t nwh = windows_along(qkv.dim(0), window), nww = windows_along(qkv.dim(1), window);
+  Tensor windows({nwh * nww, window, window, 3 * c});
+  window_partition_into(qkv, window, pad, windows);
+  const int64_t qw = q_pool ? window / 2 : window;
+  const Tensor pooled = q_pool ? max_pool2x2(windows, 0, c) : Tensor();
+  Tensor attended({nwh * nww, qw, qw, c});
+  for (int64_t n = 0; n < nwh * nww; ++n) {
+    AttentionArgs a;
+    a.nq = qw * qw;
+    a.nk = window * window;
+    a.heads = heads;
+    a.head_dim = c / heads;
+    a.q = q_pool ? pooled.data() + n * qw * qw * c : windows.data() + n * window * window * 3 * c;
+    a.ldq = q_pool ? c : 3 * c;
+    a.k = windows.data() + n * window * window * 3 * c + c;
+    a.v = a.k + c;
+    a.ldk = a.ldv = 3 * c;
+    a.out = attended.data() + n * qw * qw * c;
+    a.ldo = c;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c / heads));
+    attention_reference(a);
+  }
+  const int64_t oh = q_pool ? qkv.dim(0) / 2 : qkv.dim(0), ow = q_pool ? qkv.dim(1) / 2 : qkv.dim(1);
+  return window_unpartition(attended, qw, oh, ow);
+}
+
+TEST(FastKernels, WindowedAttentionMatchesPartitionAttendUnpartition) {
+  struct Case {
+    int64_t h, w, window, heads;
+    bool q_pool;
+  };
+  for (const Case& k : {Case{8, 8, 4, 1, false}, Case{10, 7, 4, 2, false}, Case{12, 12, 4, 2, true},
+                        Case{9, 14, 6, 3, true}, Case{5, 5, 8, 1, false}}) {
+    const int64_t c = 6 * k.heads;
+    const Tensor qkv = random_tensor({k.h, k.w, 3 * c}, 21);
+    const Tensor pad = random_tensor({3 * c}, 22);
+    Tensor out({k.q_pool ? k.h / 2 : k.h, k.q_pool ? k.w / 2 : k.w, c});
+    windowed_attention(qkv, k.window, pad.data(), k.heads, k.q_pool, out);
+    const Tensor expected = unfused_windowed_attention(qkv, k.window, pad.data(), k.heads, k.q_pool);
+    ASSERT_EQ(out.shape(), expected.shape());
+    EXPECT_LE(max_abs_diff(out.data(), expected.data(), out.numel()), 2e-6)
+        << k.h << "x" << k.w << " window " << k.window << (k.q_pool ? " pooled" : "");
+  }
+  const Tensor qkv = random_tensor({8, 8, 18}, 1);
+  Tensor wrong({8, 8, 5});
+  EXPECT_THROW(windowed_attention(qkv, 4, qkv.data(), 1, false, wrong), Error);
 }
 
 TEST(FastKernels, WindowPartitionPadsWithTheGivenToken) {

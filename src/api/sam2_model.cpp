@@ -22,15 +22,18 @@ Sam2Model::Sam2Model(ModelConfig config, WeightMap weights)
       encoder_(config_, weights_),
       heads_(config_, weights_) {}
 
-std::shared_ptr<const Sam2Model> Sam2Model::load(const ModelSource& source) {
-  ModelConfig config = source.resolve_config();
-  if (source.synthetic_salt) {
-    return std::make_shared<const Sam2Model>(config, synthetic_weights(config, *source.synthetic_salt));
-  }
+WeightMap Sam2Model::load_weights(const ModelSource& source, const ModelConfig& config) {
+  if (source.synthetic_salt) return synthetic_weights(config, *source.synthetic_salt);
   if (source.checkpoint_path.empty()) {
     throw Error("no weights given: pass --model FILE.pt (official SAM 2.1 checkpoint) or --synthetic-weights SALT");
   }
-  return std::make_shared<const Sam2Model>(config, load_checkpoint(source.checkpoint_path));
+  return load_checkpoint(source.checkpoint_path);
+}
+
+std::shared_ptr<const Sam2Model> Sam2Model::load(const ModelSource& source) {
+  ModelConfig config = source.resolve_config();
+  WeightMap weights = load_weights(source, config);
+  return std::make_shared<const Sam2Model>(std::move(config), std::move(weights));
 }
 
 }  // namespace sam2rt

@@ -16,6 +16,9 @@ namespace sam2rt {
 class Sam2Model {
  public:
   static std::shared_ptr<const Sam2Model> load(const ModelSource& source);
+  // The weights `source` names: generated (synthetic) or read from its checkpoint
+  // (memory-mapped where the format allows). load() is this plus the constructor.
+  static WeightMap load_weights(const ModelSource& source, const ModelConfig& config);
   Sam2Model(ModelConfig config, WeightMap weights);
 
   const ModelConfig& config() const { return config_; }

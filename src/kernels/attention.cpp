@@ -10,32 +10,52 @@
 namespace sam2rt {
 
 namespace {
-constexpr int64_t kQueryBlock = 64;
+
+constexpr int64_t kQueryBlock = 128;
+
+// Scratch of one thread: a block of scores and of scaled queries.
+struct AttentionScratch {
+  std::vector<float> scores, scaled_q;
+  explicit AttentionScratch(const AttentionArgs& a)
+      : scores(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.nk)),
+        scaled_q(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.head_dim)) {}
+};
+
+// Head h, queries [q0, q0 + kQueryBlock).
+void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratch& scratch) {
+  const int64_t rows = std::min(kQueryBlock, a.nq - q0);
+  float* scaled_q = scratch.scaled_q.data();
+  float* scores = scratch.scores.data();
+  // PyTorch scales q before the product (q * scale) @ k^T.
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* src = a.q + (q0 + i) * a.ldq + h * a.head_dim;
+    for (int64_t d = 0; d < a.head_dim; ++d) scaled_q[i * a.head_dim + d] = src[d] * a.scale;
+  }
+  gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q, .lda = a.head_dim, .b = a.k + h * a.head_dim,
+        .ldb = a.ldk, .b_transposed = true, .c = scores, .ldc = a.nk});
+  softmax_rows(scores, rows, a.nk, a.nk);
+  gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores, .lda = a.nk, .b = a.v + h * a.head_dim, .ldb = a.ldv,
+        .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
 }
+
+}  // namespace
 
 void attention(const AttentionArgs& a) {
   const int64_t blocks = (a.nq + kQueryBlock - 1) / kQueryBlock;
 #pragma omp parallel
   {
-    std::vector<float> scores(static_cast<size_t>(kQueryBlock * a.nk));
-    std::vector<float> scaled_q(static_cast<size_t>(kQueryBlock * a.head_dim));
+    AttentionScratch scratch(a);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t h = 0; h < a.heads; ++h) {
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t q0 = blk * kQueryBlock;
-        const int64_t rows = std::min(kQueryBlock, a.nq - q0);
-        // PyTorch scales q before the product (q * scale) @ k^T.
-        for (int64_t i = 0; i < rows; ++i) {
-          const float* src = a.q + (q0 + i) * a.ldq + h * a.head_dim;
-          for (int64_t d = 0; d < a.head_dim; ++d) scaled_q[i * a.head_dim + d] = src[d] * a.scale;
-        }
-        gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q.data(), .lda = a.head_dim,
-              .b = a.k + h * a.head_dim, .ldb = a.ldk, .b_transposed = true, .c = scores.data(), .ldc = a.nk});
-        softmax_rows(scores.data(), rows, a.nk, a.nk);
-        gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores.data(), .lda = a.nk, .b = a.v + h * a.head_dim,
-              .ldb = a.ldv, .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
-      }
+      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch);
     }
+  }
+}
+
+void attention_serial(const AttentionArgs& a) {
+  AttentionScratch scratch(a);
+  for (int64_t h = 0; h < a.heads; ++h) {
+    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch);
   }
 }
 

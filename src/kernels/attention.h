@@ -24,6 +24,10 @@ struct AttentionArgs {
 
 void attention(const AttentionArgs& args);
 
+// The same on the calling thread only, for callers that already parallelise
+// over many small sequences (windows).
+void attention_serial(const AttentionArgs& args);
+
 // Plain double-precision reference the fast path is tested against.
 void attention_reference(const AttentionArgs& args);
 

@@ -1,7 +1,9 @@
 #include "kernels/buffer_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -11,56 +13,106 @@ namespace sam2rt {
 
 namespace {
 
-constexpr size_t kAlignment = 64;
+constexpr size_t kHeapAlignment = 64;
+constexpr size_t kGranule = 4096;  // arena blocks are whole pages
 constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kMaxArena = size_t{64} << 30;
 
-void* allocate(size_t bytes) {
-  // Large buffers are 2 MiB aligned so transparent huge pages can back them
-  // (one fault per 2 MiB instead of per 4 KiB) where the kernel allows it.
-  const size_t alignment = bytes >= kHugePage ? kHugePage : kAlignment;
-  const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* memory = std::aligned_alloc(alignment, rounded);
-  if (!memory) throw std::bad_alloc();
-  if (alignment == kHugePage) madvise(memory, rounded, MADV_HUGEPAGE);
-  return memory;
+size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Address space for the arena: as large as physical memory (at most 64 GiB),
+// reserved without committing it, so only pages actually used cost memory.
+size_t arena_capacity() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return std::min(kMaxArena, round_up(static_cast<size_t>(pages) * static_cast<size_t>(page_size), kHugePage));
 }
 
 }  // namespace
 
 struct BufferPool::State {
   mutable std::mutex mutex;
-  std::multimap<size_t, void*> idle;  // size class -> buffer
+  bool reserved = false;  // the arena is reserved on first use
+  char* base = nullptr;   // null when the reservation failed
+  size_t capacity = 0;
+  std::map<size_t, size_t> free;  // offset -> size: address-ordered, neighbours merged
+  size_t in_use = 0, high_water = 0;
 
   ~State() {
-    for (auto& [size, memory] : idle) std::free(memory);
+    if (base) munmap(base, capacity);
+  }
+
+  void reserve() {
+    reserved = true;
+    const size_t size = arena_capacity();
+    if (size == 0) return;
+    // One huge page more, to align the start so huge pages can back it.
+    void* memory = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+    if (memory == MAP_FAILED) return;
+    char* start = static_cast<char*>(memory);
+    char* aligned = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(start), kHugePage));
+    if (aligned != start) munmap(start, static_cast<size_t>(aligned - start));
+    const size_t tail = static_cast<size_t>(start + size + kHugePage - (aligned + size));
+    if (tail != 0) munmap(aligned + size, tail);
+    madvise(aligned, size, MADV_HUGEPAGE);
+    base = aligned;
+    capacity = size;
+    free.emplace(0, size);
+  }
+
+  // First fit, lowest address first; nullptr when nothing fits. Mutex held.
+  char* take(size_t size) {
+    if (!reserved) reserve();
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->second < size) continue;
+      const size_t offset = it->first, left = it->second - size;
+      free.erase(it);
+      if (left != 0) free.emplace(offset + size, left);
+      in_use += size;
+      high_water = std::max(high_water, offset + size);
+      return base + offset;
+    }
+    return nullptr;
+  }
+
+  void give_back(char* memory, size_t size) {
+    std::lock_guard lock(mutex);
+    in_use -= size;
+    size_t offset = static_cast<size_t>(memory - base);
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && next->first == offset + size) {
+      size += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin()) {
+      auto previous = std::prev(next);
+      if (previous->first + previous->second == offset) {
+        previous->second += size;
+        return;
+      }
+    }
+    free.emplace(offset, size);
   }
 };
 
 BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
 
 std::shared_ptr<void> BufferPool::bytes(size_t bytes) {
-  // Size classes of 1/8 octave keep reuse high without wasting much memory.
-  size_t size = kAlignment;
-  while (size < bytes) size += std::max(kAlignment, size / 8 / kAlignment * kAlignment);
-  void* memory = nullptr;
+  const size_t size = round_up(std::max<size_t>(bytes, 1), kGranule);
+  char* memory = nullptr;
   {
     std::lock_guard lock(state_->mutex);
-    auto it = state_->idle.find(size);
-    if (it != state_->idle.end()) {
-      memory = it->second;
-      state_->idle.erase(it);
-    }
+    memory = state_->take(size);
   }
-  if (!memory) memory = allocate(size);
-  std::weak_ptr<State> pool = state_;
-  return std::shared_ptr<void>(memory, [pool, size](void* p) {
-    if (auto state = pool.lock()) {
-      std::lock_guard lock(state->mutex);
-      state->idle.emplace(size, p);
-    } else {
-      std::free(p);
-    }
-  });
+  if (memory) {
+    // The buffer keeps the arena alive, so it may outlive the pool object.
+    std::shared_ptr<State> state = state_;
+    return std::shared_ptr<void>(memory, [state, size](void* p) { state->give_back(static_cast<char*>(p), size); });
+  }
+  void* heap = std::aligned_alloc(kHeapAlignment, round_up(std::max<size_t>(bytes, 1), kHeapAlignment));
+  if (!heap) throw std::bad_alloc();
+  return std::shared_ptr<void>(heap, [](void* p) { std::free(p); });
 }
 
 Tensor BufferPool::tensor(Shape shape) {
@@ -70,16 +122,14 @@ Tensor BufferPool::tensor(Shape shape) {
   return Tensor::view(std::move(shape), data, std::move(memory));
 }
 
-size_t BufferPool::idle_buffers() const {
+size_t BufferPool::bytes_in_use() const {
   std::lock_guard lock(state_->mutex);
-  return state_->idle.size();
+  return state_->in_use;
 }
 
-size_t BufferPool::idle_bytes() const {
+size_t BufferPool::bytes_reserved() const {
   std::lock_guard lock(state_->mutex);
-  size_t total = 0;
-  for (const auto& [size, memory] : state_->idle) total += size;
-  return total;
+  return state_->high_water;
 }
 
 }  // namespace sam2rt

@@ -9,22 +9,32 @@ namespace sam2rt {
 
 // Recycles large scratch buffers between calls. Fresh memory costs a page fault
 // per 4 KiB on first touch (~11 us here: ~70 ms for a 25 MB activation), so the
-// encoder takes its activations from a pool and gets them back when their last
-// Tensor handle dies; after the first encode the steady state allocates nothing.
+// encoder takes its activations from a pool and gives them back when their last
+// Tensor handle dies.
+//
+// The pool is one arena of reserved address space (huge-page backed where the
+// kernel allows) carved first-fit, lowest address first, with freed neighbours
+// merged: a request of any size can reuse memory freed by requests of other
+// sizes, so what the pool holds is about the PEAK of what is live at once, not
+// the sum of every intermediate, and after the first call the steady state takes
+// no page faults. Memory the pool has touched stays with it (not returned to the
+// system) until the pool and every buffer from it are gone. When the arena cannot
+// be reserved or is full, buffers come from the heap and go back to it.
 // Buffers are NOT zeroed. Thread-safe; a buffer may outlive the pool.
 class BufferPool {
  public:
   BufferPool();
 
-  // A float tensor of `shape` on a recycled (or new) buffer; contents undefined.
+  // A float tensor of `shape` on recycled (or new) memory; contents undefined.
   Tensor tensor(Shape shape);
   // Raw memory of at least `bytes` (64-byte aligned), e.g. for bfloat16 data;
   // returned to the pool when the handle dies.
   std::shared_ptr<void> bytes(size_t bytes);
 
-  // Buffers currently parked in the pool and their total size (for tests).
-  size_t idle_buffers() const;
-  size_t idle_bytes() const;
+  // Bytes of the arena handed out now, and the most ever touched (the pool's
+  // footprint): for tests and reports.
+  size_t bytes_in_use() const;
+  size_t bytes_reserved() const;
 
  private:
   struct State;

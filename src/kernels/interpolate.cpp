@@ -71,6 +71,53 @@ Tensor resize_bicubic(const Tensor& nchw, int64_t out_h, int64_t out_w) {
   return out;
 }
 
+BicubicRows::BicubicRows(const Tensor& nchw, int64_t out_h, int64_t out_w)
+    : out_h_(out_h), out_w_(out_w) {
+  if (nchw.rank() != 4 || nchw.dim(0) != 1) {
+    throw Error("bicubic rows: expected [1, C, H, W], got " + shape_to_string(nchw.shape()));
+  }
+  if (out_h < 1 || out_w < 1) throw Error("bicubic rows: output size must be positive");
+  channels_ = nchw.dim(1);
+  const int64_t in_h = nchw.dim(2), in_w = nchw.dim(3);
+  for (const CubicTaps& tap : cubic_taps(in_h, out_h)) {
+    row_index_.push_back(tap.index);
+    row_weight_.push_back(tap.weight);
+  }
+  const std::vector<CubicTaps> cols = cubic_taps(in_w, out_w);
+  along_x_.resize(static_cast<size_t>(in_h * out_w * channels_));
+  for (int64_t c = 0; c < channels_; ++c) {
+    for (int64_t y = 0; y < in_h; ++y) {
+      const float* line = nchw.data() + (c * in_h + y) * in_w;
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const CubicTaps& rx = cols[static_cast<size_t>(ox)];
+        double along_x = 0.0;
+        for (size_t j = 0; j < 4; ++j) along_x += rx.weight[j] * line[rx.index[j]];
+        along_x_[static_cast<size_t>((y * out_w + ox) * channels_ + c)] = along_x;
+      }
+    }
+  }
+}
+
+void BicubicRows::row(int64_t y, float* out) const {
+  const std::array<int64_t, 4>& index = row_index_[static_cast<size_t>(y)];
+  const std::array<double, 4>& weight = row_weight_[static_cast<size_t>(y)];
+  const int64_t n = out_w_ * channels_;
+  const double* taps[4];
+  for (size_t i = 0; i < 4; ++i) taps[i] = along_x_.data() + index[i] * n;
+  // In chunks, so the double sums stay in L1.
+  constexpr int64_t kChunk = 512;
+  double sum[kChunk];
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    for (int64_t j = 0; j < count; ++j) sum[j] = 0.0;
+    for (size_t i = 0; i < 4; ++i) {
+      const double* along_x = taps[i] + start;
+      for (int64_t j = 0; j < count; ++j) sum[j] += weight[i] * along_x[j];
+    }
+    for (int64_t j = 0; j < count; ++j) out[start + j] = static_cast<float>(sum[j]);
+  }
+}
+
 Tensor upsample_nearest2x_hwc(const Tensor& hwc) {
   if (hwc.rank() != 3) throw Error("upsample_nearest2x: expected [H, W, C], got " + shape_to_string(hwc.shape()));
   const int64_t h = hwc.dim(0), w = hwc.dim(1), c = hwc.dim(2);

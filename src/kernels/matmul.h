@@ -20,11 +20,13 @@ enum class Epilogue {
   accumulate,  // y = y + (x W^T + b): a residual add into the destination
 };
 
-// A Linear layer y[rows, out] = x[rows, in] W^T + b as a oneDNN matmul, with the
-// weight reordered ONCE into the blocked layout the primitive wants and one
-// primitive cached per (rows, output type, epilogue). x and y are dense
-// row-major. In bf16 precision x is bfloat16 (uint16_t); y is float or
-// bfloat16 as asked. Thread-safe; calls run on the OpenMP threads.
+// A Linear layer y[rows, out] = x[rows, in] W^T + b as a oneDNN matmul, one
+// primitive cached per (rows, output type, epilogue), made on first use.
+// float32 reads the caller's weight in place (construction costs nothing and
+// copies nothing); bf16 converts it ONCE, on first use, into the blocked layout
+// the primitive wants. x and y are dense row-major. In bf16 precision x is
+// bfloat16 (uint16_t); y is float or bfloat16 as asked. Thread-safe; calls run
+// on the OpenMP threads.
 class PackedLinear {
  public:
   PackedLinear() = default;
@@ -42,7 +44,6 @@ class PackedLinear {
  private:
   struct Kernels;
   struct Entry;
-  void forward_warmup() const;
   const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue) const;  // kernels_->mutex held
   void run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const;
 

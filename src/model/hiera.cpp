@@ -1,7 +1,5 @@
 #include "model/hiera.h"
 
-#include <omp.h>
-
 #include <cmath>
 
 #include "core/error.h"
@@ -14,6 +12,7 @@
 #include "kernels/norm.h"
 #include "kernels/stage_profile.h"
 #include "kernels/window.h"
+#include "kernels/window_attention.h"
 
 namespace sam2rt {
 
@@ -68,37 +67,28 @@ GemmInput as_gemm_input(const Tensor& x, Precision precision, BufferPool& pool) 
   return out;
 }
 
-// Scaled dot-product attention inside every window. `qkv` [N, h, w, 3*C] holds
-// per token (q | k | v), each `heads` x C/heads; `pooled_q` [N, h', w', C], when
-// given, replaces the q of qkv. Writes `out` [N, h', w', C].
-void attend_within_windows(const Tensor& qkv, const Tensor& pooled_q, int heads, Tensor& out) {
-  ScopedStage stage(qkv.dim(0) == 1 ? "attention (global)" : "attention (windows)");
-  const int64_t windows = qkv.dim(0), keys = qkv.dim(1) * qkv.dim(2), width = qkv.dim(3) / 3;
+// Scaled dot-product attention over the whole grid. `qkv` [1, h, w, 3*C] holds
+// per token (q | k | v), each `heads` x C/heads; `pooled_q` [1, h', w', C], when
+// given, replaces the q of qkv. Writes `out` [h', w', C].
+void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Tensor& out) {
+  ScopedStage stage("attention (global)");
+  const int64_t keys = qkv.dim(1) * qkv.dim(2), width = qkv.dim(3) / 3;
   const bool pooled = !pooled_q.empty();
-  const int64_t queries = out.dim(1) * out.dim(2);
-  const int64_t head_dim = width / heads;
-  // Few large windows (global attention) parallelise inside attention(); many
-  // small ones across windows.
-  const bool across_windows = windows >= omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic) if (across_windows)
-  for (int64_t n = 0; n < windows; ++n) {
-    const float* window_qkv = qkv.data() + n * keys * 3 * width;
-    AttentionArgs args;
-    args.nq = queries;
-    args.nk = keys;
-    args.heads = heads;
-    args.head_dim = head_dim;
-    args.q = pooled ? pooled_q.data() + n * queries * width : window_qkv;
-    args.ldq = pooled ? width : 3 * width;
-    args.k = window_qkv + width;
-    args.ldk = 3 * width;
-    args.v = window_qkv + 2 * width;
-    args.ldv = 3 * width;
-    args.out = out.data() + n * queries * width;
-    args.ldo = width;
-    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-    sam2rt::attention(args);
-  }
+  AttentionArgs args;
+  args.nq = out.dim(0) * out.dim(1);
+  args.nk = keys;
+  args.heads = heads;
+  args.head_dim = width / heads;
+  args.q = pooled ? pooled_q.data() : qkv.data();
+  args.ldq = pooled ? width : 3 * width;
+  args.k = qkv.data() + width;
+  args.ldk = 3 * width;
+  args.v = qkv.data() + 2 * width;
+  args.ldv = 3 * width;
+  args.out = out.data();
+  args.ldo = width;
+  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(args.head_dim)));
+  sam2rt::attention(args);
 }
 
 }  // namespace
@@ -148,36 +138,24 @@ Tensor HieraTrunk::attention(const Tensor& qkv_grid, size_t index) const {
   // qkv is the bias, so padding the qkv map with the bias is the same. Padded
   // tokens are not masked (they attend and are attended to), as officially.
   const HieraBlockSpec& spec = specs_[index];
-  const HieraBlockLayers& layers = blocks_[index];
-  const int64_t height = qkv_grid.dim(0), width = qkv_grid.dim(1), channels = qkv_grid.dim(2);
-  const bool windowed = spec.window > 0;
-  Tensor windows;
-  if (windowed) {
-    ScopedStage stage("window partition");
-    const int64_t w = spec.window;
-    windows = pool_->tensor({windows_along(height, w) * windows_along(width, w), w, w, channels});
-    window_partition_into(qkv_grid, w, layers.qkv_bias.data(), windows);
-  } else {
-    windows = qkv_grid.reshaped({1, height, width, channels});
+  const int64_t height = qkv_grid.dim(0), width = qkv_grid.dim(1);
+  const int64_t out_height = spec.q_pool ? height / 2 : height;
+  const int64_t out_width = spec.q_pool ? width / 2 : width;
+  Tensor attended = pool_->tensor({out_height, out_width, spec.dim_out});
+  if (spec.window > 0) {
+    ScopedStage stage("attention (windows)");
+    windowed_attention(qkv_grid, spec.window, blocks_[index].qkv_bias.data(), spec.heads, spec.q_pool, attended);
+    return attended;
   }
+  const Tensor windows = qkv_grid.reshaped({1, height, width, qkv_grid.dim(2)});
   Tensor pooled_q;
   if (spec.q_pool) {
     ScopedStage stage("q pool");
-    pooled_q = pool_->tensor({windows.dim(0), windows.dim(1) / 2, windows.dim(2) / 2, spec.dim_out});
+    pooled_q = pool_->tensor({1, out_height, out_width, spec.dim_out});
     max_pool2x2_into(windows, 0, spec.dim_out, pooled_q);
   }
-  const int64_t qh = spec.q_pool ? windows.dim(1) / 2 : windows.dim(1);
-  const int64_t qw = spec.q_pool ? windows.dim(2) / 2 : windows.dim(2);
-  Tensor attended = pool_->tensor({windows.dim(0), qh, qw, spec.dim_out});
-  attend_within_windows(windows, pooled_q, spec.heads, attended);
-
-  const int64_t out_height = spec.q_pool ? height / 2 : height;
-  const int64_t out_width = spec.q_pool ? width / 2 : width;
-  if (!windowed) return attended.reshaped({out_height, out_width, spec.dim_out});
-  ScopedStage stage("window unpartition");
-  Tensor tokens = pool_->tensor({out_height, out_width, spec.dim_out});
-  window_unpartition_into(attended, qh, out_height, out_width, tokens);
-  return tokens;
+  attend_globally(windows, pooled_q, spec.heads, attended);
+  return attended;
 }
 
 Tensor HieraTrunk::block(Tensor x, size_t index) const {
@@ -239,25 +217,64 @@ Tensor HieraTrunk::block(Tensor x, size_t index) const {
   return out;
 }
 
-Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
-                                int64_t width) {
+namespace {
+
+HieraPositionEmbedding checked_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window,
+                                                  int64_t height, int64_t width) {
   const int64_t window = pos_embed_window.dim(2);
   if (height % window != 0 || width % window != 0) {
     throw Error("Hiera position embedding: the " + std::to_string(window) + "x" + std::to_string(window) +
                 " window embedding does not tile the " + std::to_string(height) + "x" +
                 std::to_string(width) + " patch grid");
   }
-  Tensor resized = nchw_to_hwc(resize_bicubic(pos_embed, height, width));
-  const Tensor tile = nchw_to_hwc(pos_embed_window);  // [window, window, C]
-  const int64_t channels = resized.dim(2);
-  for (int64_t y = 0; y < height; ++y) {
-    for (int64_t x = 0; x < width; ++x) {
-      float* dst = resized.data() + (y * width + x) * channels;
-      const float* src = tile.data() + ((y % window) * window + x % window) * channels;
-      for (int64_t c = 0; c < channels; ++c) dst[c] += src[c];
+  return HieraPositionEmbedding(pos_embed, pos_embed_window, height, width);
+}
+
+}  // namespace
+
+HieraPositionEmbedding::HieraPositionEmbedding(const Tensor& pos_embed, const Tensor& pos_embed_window,
+                                               int64_t height, int64_t width)
+    : background_(pos_embed, height, width), window_(nchw_to_hwc(pos_embed_window)) {
+  if (window_.dim(2) != background_.channels()) {
+    throw Error("Hiera position embedding: pos_embed_window " + shape_to_string(pos_embed_window.shape()) +
+                " does not match pos_embed " + shape_to_string(pos_embed.shape()));
+  }
+}
+
+void HieraPositionEmbedding::row(int64_t y, float* out) const {
+  background_.row(y, out);
+  const int64_t width = background_.width(), channels = background_.channels(), window = window_.dim(0);
+  const float* tile_row = window_.data() + (y % window) * window * channels;
+  for (int64_t x = 0; x < width; ++x) {
+    float* dst = out + x * channels;
+    const float* src = tile_row + (x % window) * channels;
+    for (int64_t c = 0; c < channels; ++c) dst[c] += src[c];
+  }
+}
+
+void HieraPositionEmbedding::add_to(Tensor& x) const {
+  if (x.shape() != shape()) {
+    throw Error("Hiera position embedding: map " + shape_to_string(x.shape()) + " is not " + shape_to_string(shape()));
+  }
+  const int64_t height = x.dim(0), row_size = x.dim(1) * x.dim(2);
+#pragma omp parallel
+  {
+    std::vector<float> embedding(static_cast<size_t>(row_size));
+#pragma omp for schedule(static)
+    for (int64_t y = 0; y < height; ++y) {
+      row(y, embedding.data());
+      float* dst = x.data() + y * row_size;
+      for (int64_t i = 0; i < row_size; ++i) dst[i] += embedding[static_cast<size_t>(i)];
     }
   }
-  return resized;
+}
+
+Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
+                                int64_t width) {
+  const HieraPositionEmbedding embedding = checked_position_embedding(pos_embed, pos_embed_window, height, width);
+  Tensor out(embedding.shape());
+  for (int64_t y = 0; y < height; ++y) embedding.row(y, out.data() + y * width * out.dim(2));
+  return out;
 }
 
 HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights, Precision precision,
@@ -265,12 +282,12 @@ HieraTrunk::HieraTrunk(const ModelConfig& config, const WeightMap& weights, Prec
     : precision_(precision),
       pool_(std::move(pool)),
       specs_(hiera_block_specs(config.trunk)),
-      stage_ends_(hiera_stage_ends(config.trunk)) {
+      stage_ends_(hiera_stage_ends(config.trunk)),
+      patch_embed_(read_layer(weights, "image_encoder.trunk.patch_embed.proj")),
+      position_embedding_(checked_position_embedding(weights.at("image_encoder.trunk.pos_embed"),
+                                                     weights.at("image_encoder.trunk.pos_embed_window"),
+                                                     config.image_size / 4, config.image_size / 4)) {
   const std::string prefix = "image_encoder.trunk";
-  patch_embed_ = read_layer(weights, prefix + ".patch_embed.proj");
-  const int64_t grid = config.image_size / 4;
-  position_embedding_ =
-      hiera_position_embedding(weights.at(prefix + ".pos_embed"), weights.at(prefix + ".pos_embed_window"), grid, grid);
   for (size_t i = 0; i < specs_.size(); ++i) {
     const std::string b = prefix + ".blocks." + std::to_string(i);
     HieraBlockLayers block;
@@ -294,7 +311,7 @@ Tensor HieraTrunk::embed(const Tensor& image) const {
                 shape_to_string(x.shape()) + " but the model was built for " +
                 shape_to_string(position_embedding_.shape()));
   }
-  add_inplace(x, position_embedding_);
+  position_embedding_.add_to(x);
   return x;
 }
 

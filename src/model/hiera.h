@@ -6,6 +6,7 @@
 #include "core/tensor.h"
 #include "core/weights.h"
 #include "kernels/buffer_pool.h"
+#include "kernels/interpolate.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
 
@@ -40,11 +41,35 @@ struct HieraBlockLayers {
   Tensor qkv_bias;      // what a zero padding token becomes under qkv
 };
 
+// Hiera._get_pos_embed: bicubic resize of pos_embed [1, C, h0, w0] to (h, w) plus
+// pos_embed_window [1, C, w0, w0] tiled over it, token-major [h, w, C]. Made row
+// by row when added, never stored: it is as large as the first stage's
+// activations (25 MB for Tiny at 1024) and as cheap to recompute as to read.
+class HieraPositionEmbedding {
+ public:
+  HieraPositionEmbedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height, int64_t width);
+
+  Shape shape() const { return {background_.height(), background_.width(), background_.channels()}; }
+  // out [w, C] = row y of the embedding.
+  void row(int64_t y, float* out) const;
+  // x [h, w, C] += the embedding.
+  void add_to(Tensor& x) const;
+
+ private:
+  BicubicRows background_;
+  Tensor window_;  // [w0, w0, C]
+};
+
+// The whole HieraPositionEmbedding as one tensor [h, w, C].
+Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
+                                int64_t width);
+
 // The Hiera trunk of an image encoder at config.image_size.
 class HieraTrunk {
  public:
-  // Reads the image_encoder.trunk.* weights, packs the Linear layers for the
-  // GEMMs in `precision` and precomputes the position embedding of the patch grid.
+  // Reads the image_encoder.trunk.* weights (shared handles; the Linear layers
+  // are made ready for `precision` on their first call) and prepares the
+  // position embedding of the patch grid.
   // Activations come from `pool` (shared with the rest of the encoder).
   HieraTrunk(const ModelConfig& config, const WeightMap& weights, Precision precision,
              std::shared_ptr<BufferPool> pool);
@@ -70,12 +95,7 @@ class HieraTrunk {
   std::vector<HieraBlockLayers> blocks_;
   std::vector<int> stage_ends_;
   WeightAndBias patch_embed_;
-  Tensor position_embedding_;  // [S/4, S/4, C0]
+  HieraPositionEmbedding position_embedding_;  // [S/4, S/4, C0]
 };
-
-// Hiera._get_pos_embed: bicubic resize of pos_embed [1, C, h0, w0] to (h, w) plus
-// pos_embed_window [1, C, w0, w0] tiled over it -> token-major [h, w, C].
-Tensor hiera_position_embedding(const Tensor& pos_embed, const Tensor& pos_embed_window, int64_t height,
-                                int64_t width);
 
 }  // namespace sam2rt

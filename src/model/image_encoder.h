@@ -38,8 +38,9 @@ struct EncodeOptions {
 class ImageEncoder {
  public:
   // Checks the weights against the config (throws Error naming the first bad
-  // key), keeps shared handles to the ones it needs and packs the float32 GEMM
-  // weights (the bf16 ones on the first bf16 encode).
+  // key) and keeps shared handles to the ones it needs: cheap, nothing is
+  // copied. GEMM primitives are made on first use (the bf16 weights converted
+  // on the first bf16 encode), so the first encode is slower than the rest.
   ImageEncoder(const ModelConfig& config, const WeightMap& weights);
 
   // image: preprocessed [1, 3, S, S] with S = config.image_size. Thread-safe.

@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "random_tensor.h"
 #include "kernels/attention.h"
 #include "kernels/layout.h"
 #include "kernels/matmul.h"
@@ -13,13 +14,7 @@
 namespace sam2rt {
 namespace {
 
-Tensor random_tensor(Shape shape, uint32_t seed) {
-  Tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t) v = dist(rng);
-  return t;
-}
+using testing::random_tensor;
 
 // PackedLinear rows x in -> out, fp32 (arg 3 = 0) or bf16 (1).
 void BM_PackedLinear(benchmark::State& state) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "random_tensor.h"
 #include "core/error.h"
 #include "kernels/conv2d.h"
 #include "kernels/elementwise.h"
@@ -14,13 +15,7 @@
 namespace sam2rt {
 namespace {
 
-Tensor random_tensor(Shape shape, uint32_t seed) {
-  Tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (float& v : t) v = dist(rng);
-  return t;
-}
+using testing::random_tensor;
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());

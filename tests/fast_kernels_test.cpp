@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "random_tensor.h"
 #include "core/error.h"
 #include "kernels/bf16.h"
 #include "kernels/buffer_pool.h"
@@ -21,13 +22,7 @@
 namespace sam2rt {
 namespace {
 
-Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
-  Tensor t(std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  for (float& v : t) v = dist(rng);
-  return t;
-}
+using testing::random_tensor;
 
 double max_abs_diff(const float* a, const float* b, int64_t n) {
   double worst = 0.0;

@@ -130,6 +130,21 @@ TEST(DecoderKernels, AddLayerNormRowsGivesTheBitsOfItsDefinition) {
   }
 }
 
+TEST(DecoderKernels, AddRowsAddsEveryElementAlsoInPlace) {
+  for (int64_t count : {0, 1, 7, 8, 9, 100}) {
+    const Tensor a = random_tensor({count + 1}, 21), b = random_tensor({count + 1}, 22);
+    Tensor out = Tensor::filled({count + 1}, 5.0f), in_place = a.clone();
+    add_rows(a.data(), b.data(), count, out.data());
+    add_rows_inplace(in_place.data(), b.data(), count);
+    for (int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i], a[i] + b[i]) << count;
+      ASSERT_EQ(in_place[i], a[i] + b[i]) << count;
+    }
+    EXPECT_EQ(out[count], 5.0f);  // nothing past count
+    EXPECT_EQ(in_place[count], a[count]);
+  }
+}
+
 TEST(DecoderKernels, ConvTransposeRefusesMismatchedWeight) {
   EXPECT_THROW(conv_transpose_2x2_stride2(Tensor({1, 3, 4, 4}), Tensor({4, 2, 2, 2}), Tensor()), Error);
 }

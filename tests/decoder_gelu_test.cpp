@@ -19,16 +19,24 @@ int64_t ulp_distance(float a, float b) {
   return steps;
 }
 
-TEST(DecoderGelu, MatchesErfGeluToOneUlp) {
+class DecoderGeluPath : public ::testing::TestWithParam<GeluPath> {
+ protected:
+  void SetUp() override {
+    if (!gelu_path_supported(GetParam())) GTEST_SKIP() << "this CPU lacks the instructions of this path";
+  }
+};
+
+TEST_P(DecoderGeluPath, MatchesErfGeluToOneUlp) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   std::vector<float> x(1 << 20);
   for (float& v : x) v = normal(rng);
-  // Piece borders, the table's ends and beyond.
-  for (float v : {-9.0f, -8.0f, -7.9999f, -0.0625f, 0.0f, -0.0f, 1e-30f, 0.0625f, 7.9999f, 8.0f, 12.0f, 1e6f, -1e6f})
+  // Piece borders, the tables' ends and beyond.
+  for (float v : {-9.0f, -8.0f, -7.9999f, -7.0f, -1.0f, -0.0625f, 0.0f, -0.0f, 1e-30f, 0.0625f, 1.0f, 7.0f, 7.9999f,
+                  8.0f, 12.0f, 1e6f, -1e6f})
     x.push_back(v);
   std::vector<float> y = x;
-  gelu_exact_inplace(y.data(), static_cast<int64_t>(y.size()));
+  gelu_exact_inplace_with(GetParam(), y.data(), static_cast<int64_t>(y.size()));
   int64_t differing = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = gelu_exact_reference(x[i]);
@@ -36,12 +44,46 @@ TEST(DecoderGelu, MatchesErfGeluToOneUlp) {
     ASSERT_TRUE(ulp_distance(y[i], want) <= 1 || abs_error < 1e-14) << "x = " << x[i] << ": " << y[i] << " vs " << want;
     differing += y[i] != want;
   }
-  // The table's ~2e-12 absolute error shows only where the double result lies near a
+  // The tables' small absolute error shows only where the double result lies near a
   // float rounding boundary (and in the far negative tail, where Phi is tiny).
   EXPECT_LT(differing, static_cast<int64_t>(x.size() / 20));
 }
 
-TEST(DecoderGelu, VectorPathEqualsPortableLoopBitForBit) {
+TEST_P(DecoderGeluPath, KeepsNonFiniteValuesLikeTheFormula) {
+  float x[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+               -std::numeric_limits<float>::infinity()};
+  gelu_exact_inplace_with(GetParam(), x, 3);
+  EXPECT_TRUE(std::isnan(x[0]));
+  EXPECT_EQ(x[1], std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(x[2]));  // -inf * Phi(-inf) = -inf * 0
+}
+
+TEST_P(DecoderGeluPath, TouchesOnlyTheGivenCount) {
+  for (int64_t count = 0; count <= 40; ++count) {
+    std::vector<float> x(48, 1.0f);
+    gelu_exact_inplace_with(GetParam(), x.data(), count);
+    for (int64_t i = 0; i < 48; ++i) {
+      ASSERT_EQ(x[static_cast<size_t>(i)], i < count ? gelu_exact_reference(1.0f) : 1.0f) << count << " " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, DecoderGeluPath,
+                         ::testing::Values(GeluPath::kPortable, GeluPath::kAvx2, GeluPath::kAvx512),
+                         [](const ::testing::TestParamInfo<GeluPath>& info) {
+                           switch (info.param) {
+                             case GeluPath::kPortable:
+                               return "Portable";
+                             case GeluPath::kAvx2:
+                               return "Avx2";
+                             case GeluPath::kAvx512:
+                               return "Avx512";
+                           }
+                           return "Unknown";
+                         });
+
+TEST(DecoderGelu, Avx2PathEqualsPortableLoopBitForBit) {
+  if (!gelu_path_supported(GeluPath::kAvx2)) GTEST_SKIP() << "no AVX2";
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 4.0f);
   std::vector<float> x(100003);  // not a multiple of the vector width
@@ -51,8 +93,8 @@ TEST(DecoderGelu, VectorPathEqualsPortableLoopBitForBit) {
   x[7] = 8.0f;
   x[8] = -8.0f;
   std::vector<float> fast = x, portable = x;
-  gelu_exact_inplace(fast.data(), static_cast<int64_t>(fast.size()));
-  gelu_exact_inplace_portable(portable.data(), static_cast<int64_t>(portable.size()));
+  gelu_exact_inplace_with(GeluPath::kAvx2, fast.data(), static_cast<int64_t>(fast.size()));
+  gelu_exact_inplace_with(GeluPath::kPortable, portable.data(), static_cast<int64_t>(portable.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(portable[i])) {
       EXPECT_TRUE(std::isnan(fast[i])) << "x = " << x[i];
@@ -62,11 +104,13 @@ TEST(DecoderGelu, VectorPathEqualsPortableLoopBitForBit) {
   }
 }
 
-TEST(DecoderGelu, KeepsNonFiniteValuesLikeTheFormula) {
-  float x[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
-  gelu_exact_inplace(x, 2);
+TEST(DecoderGelu, DefaultPathMatchesReference) {
+  float x[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 0.5f, -2.0f};
+  gelu_exact_inplace(x, 4);
   EXPECT_TRUE(std::isnan(x[0]));
   EXPECT_EQ(x[1], std::numeric_limits<float>::infinity());
+  EXPECT_LE(ulp_distance(x[2], gelu_exact_reference(0.5f)), 1);
+  EXPECT_LE(ulp_distance(x[3], gelu_exact_reference(-2.0f)), 1);
 }
 
 }  // namespace

@@ -47,5 +47,23 @@ TEST(FoldedTokenAttention, EqualsDecoderAttention) {
   EXPECT_LE(max_abs_difference(from_projected, want), 1e-5);
 }
 
+// Tokens attending to image rows with the image-side projections folded into
+// the queries equals the plain attention, on one thread and shared by two.
+TEST(DecoderAttentionImage, EqualsDecoderAttention) {
+  std::mt19937 rng(4);
+  const int64_t c = 32, width = 16, rows = 301, tokens = 7;
+  const int heads = 4;
+  const DecoderAttention attn = random_attention(c, width, heads, rng);
+  const Tensor keys_pe = random_tensor({rows, c}, rng, 2.0f), values = random_tensor({rows, c}, rng, 2.0f);
+  const Tensor token_in = random_tensor({tokens, c}, rng, 2.0f);
+  const Tensor want = attn(token_in, keys_pe, values);
+  const Tensor q = attn.q_proj(token_in);
+  for (int threads : {1, 2, 3}) {
+    Tensor got({tokens, c});
+    attn.attend_image(q.data(), tokens, keys_pe.data(), values.data(), rows, got.data(), threads);
+    EXPECT_LE(max_abs_difference(got, want), 1e-5) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace sam2rt

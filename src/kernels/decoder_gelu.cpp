@@ -5,58 +5,81 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 namespace sam2rt {
 
 namespace {
 
-// Phi(x) = 0.5 (1 + erf(x / sqrt 2)) on [-8, 8] in pieces of width 1/16, each a
-// degree-6 polynomial in t in [-1, 1] (Chebyshev interpolation, so the error is
-// about 2e-12 absolute). Outside, Phi rounds to 0 or 1 in the float result.
+// Phi(x) = 0.5 (1 + erf(x / sqrt 2)) on [-8, 8] in pieces of width 1/pieces_per_unit,
+// each a polynomial in t in [-1, 1] (Chebyshev interpolation of Phi). Outside,
+// Phi rounds to 0 or 1 in the float result.
 constexpr double kLow = -8.0, kHigh = 8.0, kHighClamp = kHigh - 1e-9;
-constexpr int kPiecesPerUnit = 16;
-constexpr int kPieces = static_cast<int>((kHigh - kLow) * kPiecesPerUnit);
-constexpr int kDegree = 6;
-constexpr int kCoefficients = kDegree + 1;
 
 long double normal_cdf(long double x) { return 0.5L * (1.0L + std::erf(x / std::numbers::sqrt2_v<long double>)); }
 
-struct PhiTable {
-  std::array<double, kPieces * kCoefficients> monomial{};
+// Monomial coefficients in t, piece after piece: [pieces][degree + 1].
+std::vector<double> phi_pieces(int pieces_per_unit, int degree) {
+  const int coefficients = degree + 1, pieces = static_cast<int>((kHigh - kLow) * pieces_per_unit);
+  // Chebyshev polynomials T_k as monomials in t, chebyshev[k][i] = coefficient of t^i.
+  std::vector<std::vector<long double>> chebyshev(coefficients, std::vector<long double>(coefficients, 0.0L));
+  chebyshev[0][0] = 1.0L;
+  if (coefficients > 1) chebyshev[1][1] = 1.0L;
+  for (int k = 2; k < coefficients; ++k)
+    for (int i = 0; i < coefficients; ++i)
+      chebyshev[k][i] = (i > 0 ? 2.0L * chebyshev[k - 1][i - 1] : 0.0L) - chebyshev[k - 2][i];
 
-  PhiTable() {
-    // Chebyshev polynomials T_k as monomials in t, T[k][i] = coefficient of t^i.
-    long double chebyshev[kCoefficients][kCoefficients] = {};
-    chebyshev[0][0] = 1.0L;
-    chebyshev[1][1] = 1.0L;
-    for (int k = 2; k < kCoefficients; ++k)
-      for (int i = 0; i < kCoefficients; ++i)
-        chebyshev[k][i] = (i > 0 ? 2.0L * chebyshev[k - 1][i - 1] : 0.0L) - chebyshev[k - 2][i];
-
-    for (int piece = 0; piece < kPieces; ++piece) {
-      const long double a = kLow + static_cast<long double>(piece) / kPiecesPerUnit;
-      const long double half_width = 0.5L / kPiecesPerUnit;
-      long double series[kCoefficients] = {};
-      for (int j = 0; j < kCoefficients; ++j) {
-        for (int node = 0; node < kCoefficients; ++node) {
-          const long double theta = std::numbers::pi_v<long double> * (node + 0.5L) / kCoefficients;
-          series[j] += normal_cdf(a + half_width * (1.0L + std::cos(theta))) * std::cos(j * theta);
-        }
-        series[j] *= 2.0L / kCoefficients;
+  std::vector<double> monomial(static_cast<size_t>(pieces * coefficients));
+  for (int piece = 0; piece < pieces; ++piece) {
+    const long double a = kLow + static_cast<long double>(piece) / pieces_per_unit;
+    const long double half_width = 0.5L / pieces_per_unit;
+    std::vector<long double> series(coefficients, 0.0L);
+    for (int j = 0; j < coefficients; ++j) {
+      for (int node = 0; node < coefficients; ++node) {
+        const long double theta = std::numbers::pi_v<long double> * (node + 0.5L) / coefficients;
+        series[j] += normal_cdf(a + half_width * (1.0L + std::cos(theta))) * std::cos(j * theta);
       }
-      series[0] *= 0.5L;
-      for (int i = 0; i < kCoefficients; ++i) {
-        long double sum = 0.0L;
-        for (int k = 0; k < kCoefficients; ++k) sum += series[k] * chebyshev[k][i];
-        monomial[static_cast<size_t>(piece * kCoefficients + i)] = static_cast<double>(sum);
-      }
+      series[j] *= 2.0L / coefficients;
+    }
+    series[0] *= 0.5L;
+    for (int i = 0; i < coefficients; ++i) {
+      long double sum = 0.0L;
+      for (int k = 0; k < coefficients; ++k) sum += series[k] * chebyshev[k][i];
+      monomial[static_cast<size_t>(piece * coefficients + i)] = static_cast<double>(sum);
     }
   }
-};
+  return monomial;
+}
 
-const PhiTable& phi_table() {
-  static const PhiTable table;
-  return table;
+// The portable and AVX2 paths: 256 pieces of degree 6 (about 2e-12 absolute
+// error), looked up per element.
+constexpr int kPiecesPerUnit = 16;
+constexpr int kDegree = 6;
+constexpr int kCoefficients = kDegree + 1;
+
+const double* phi_table() {
+  static const std::vector<double> table = phi_pieces(kPiecesPerUnit, kDegree);
+  return table.data();
+}
+
+// The AVX-512 path: 16 pieces of width 1 and degree 13, few enough that each
+// coefficient's 16 values sit in two registers and a two-source permute looks
+// them up (gathers are slow on some CPUs, e.g. AMD Zen 4/5). Stored coefficient
+// after coefficient: [coefficient][piece].
+constexpr int kWidePieces = 16;
+constexpr int kWideDegree = 13;
+constexpr int kWideCoefficients = kWideDegree + 1;
+
+const double* wide_phi_table() {
+  static const std::vector<double> table = [] {
+    const std::vector<double> by_piece = phi_pieces(1, kWideDegree);
+    std::vector<double> by_coefficient(by_piece.size());
+    for (int p = 0; p < kWidePieces; ++p)
+      for (int k = 0; k < kWideCoefficients; ++k)
+        by_coefficient[static_cast<size_t>(k * kWidePieces + p)] = by_piece[static_cast<size_t>(p * kWideCoefficients + k)];
+    return by_coefficient;
+  }();
+  return table.data();
 }
 
 // One element; the AVX2 path below performs the same operations lane by lane, so
@@ -108,21 +131,84 @@ __attribute__((target("avx2"))) void gelu_avx2(const double* table, float* x, in
   for (; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
 }
 
+// GCC 12's AVX-512 intrinsics start many results from an "undefined" vector,
+// which it then reports as maybe-uninitialized once inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Eight lanes of x * Phi(x) in double from the wide table (FMA Horner steps).
+__attribute__((target("avx512f,avx512dq"))) inline __m512d gelu_wide_lanes(const __m512d (&table)[2 * kWideCoefficients],
+                                                                            __m512d v) {
+  const __m512d low = _mm512_set1_pd(kLow), high_clamp = _mm512_set1_pd(kHighClamp);
+  // max/min return their second operand for NaN, so NaN lands on the low piece.
+  const __m512d clamped = _mm512_min_pd(_mm512_max_pd(v, low), high_clamp);
+  const __m512d u = _mm512_sub_pd(clamped, low);
+  const __m512d floor_u = _mm512_roundscale_pd(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512i piece = _mm512_cvttpd_epi64(floor_u);
+  const __m512d t = _mm512_sub_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), _mm512_sub_pd(u, floor_u)), _mm512_set1_pd(1.0));
+  __m512d phi = _mm512_permutex2var_pd(table[2 * kWideDegree], piece, table[2 * kWideDegree + 1]);
+  for (int k = kWideDegree - 1; k >= 0; --k) {
+    phi = _mm512_fmadd_pd(phi, t, _mm512_permutex2var_pd(table[2 * k], piece, table[2 * k + 1]));
+  }
+  phi = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, _mm512_set1_pd(kHigh), _CMP_GE_OQ), phi, _mm512_set1_pd(1.0));
+  phi = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, low, _CMP_LE_OQ), phi, _mm512_setzero_pd());
+  return _mm512_mul_pd(v, phi);
+}
+
+__attribute__((target("avx512f,avx512dq"))) inline __m256 gelu_wide_lanes_to_float(
+    const __m512d (&table)[2 * kWideCoefficients], __m256 x) {
+  return _mm512_cvtpd_ps(gelu_wide_lanes(table, _mm512_cvtps_pd(x)));
+}
+
+__attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t count) {
+  const double* wide = wide_phi_table();
+  __m512d table[2 * kWideCoefficients];
+  for (int k = 0; k < 2 * kWideCoefficients; ++k) table[k] = _mm512_loadu_pd(wide + 8 * k);
+  for (int64_t i = 0; i < count; i += 16) {
+    const int64_t left = count - i;
+    const __mmask16 lanes = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 in = _mm512_maskz_loadu_ps(lanes, x + i);
+    const __m256 lo = gelu_wide_lanes_to_float(table, _mm512_castps512_ps256(in));
+    const __m256 hi = gelu_wide_lanes_to_float(table, _mm512_extractf32x8_ps(in, 1));
+    _mm512_mask_storeu_ps(x + i, lanes, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
+  }
+}
+
+#pragma GCC diagnostic pop
+
 }  // namespace
 
-void gelu_exact_inplace(float* x, int64_t count) {
-  static const bool has_avx2 = __builtin_cpu_supports("avx2");
-  const double* table = phi_table().monomial.data();
-  if (has_avx2) {
-    gelu_avx2(table, x, count);
-    return;
+bool gelu_path_supported(GeluPath path) {
+  switch (path) {
+    case GeluPath::kPortable:
+      return true;
+    case GeluPath::kAvx2:
+      return __builtin_cpu_supports("avx2");
+    case GeluPath::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   }
+  return false;
+}
+
+void gelu_exact_inplace_with(GeluPath path, float* x, int64_t count) {
+  switch (path) {
+    case GeluPath::kAvx512:
+      gelu_avx512(x, count);
+      return;
+    case GeluPath::kAvx2:
+      gelu_avx2(phi_table(), x, count);
+      return;
+    case GeluPath::kPortable:
+      break;
+  }
+  const double* table = phi_table();
   for (int64_t i = 0; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
 }
 
-void gelu_exact_inplace_portable(float* x, int64_t count) {
-  const double* table = phi_table().monomial.data();
-  for (int64_t i = 0; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
+void gelu_exact_inplace(float* x, int64_t count) {
+  static const GeluPath best = gelu_path_supported(GeluPath::kAvx512) ? GeluPath::kAvx512
+                               : gelu_path_supported(GeluPath::kAvx2) ? GeluPath::kAvx2
+                                                                       : GeluPath::kPortable;
+  gelu_exact_inplace_with(best, x, count);
 }
 
 float gelu_exact_reference(float x) {

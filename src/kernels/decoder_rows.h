@@ -12,7 +12,7 @@ namespace sam2rt {
 void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, const float* weight, const float* bias,
                          float eps);
 
-// out[i] = a[i] + b[i].
+// out[i] = a[i] + b[i]; out may be a or b.
 void add_rows(const float* a, const float* b, int64_t count, float* out);
 
 // x[i] += y[i].

@@ -10,6 +10,7 @@
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
+#include "kernels/softmax.h"
 
 namespace sam2rt {
 
@@ -46,6 +47,49 @@ void DecoderAttention::attend_projected(const float* q, int64_t nq, const float*
   attention({.nq = nq, .nk = nk, .heads = num_heads, .head_dim = head_dim, .q = q, .ldq = width, .k = k,
              .ldk = width, .v = v, .ldv = width, .out = mixed.data(), .ldo = width,
              .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
+  out_proj.apply(mixed.data(), nq, out);
+}
+
+void DecoderAttention::attend_image(const float* q, int64_t nq, const float* keys_pe, const float* values, int64_t n,
+                                    float* out, int threads) const {
+  const int64_t width = internal_dim(), head_dim = width / num_heads, c = k_proj.in_features();
+  const int64_t pairs = nq * num_heads;  // row (h * nq + t): query t in head h
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  // Folded queries: row (h, t) = scale * q_{t,h} Wk_h, a vector over the C input channels.
+  std::vector<float> folded(static_cast<size_t>(pairs * c), 0.0f);
+  for (int64_t h = 0; h < num_heads; ++h)
+    for (int64_t t = 0; t < nq; ++t) {
+      float* row = folded.data() + (h * nq + t) * c;
+      for (int64_t d = 0; d < head_dim; ++d) {
+        const float qd = q[t * width + h * head_dim + d] * scale;
+        const float* w = k_proj.weight.data() + (h * head_dim + d) * c;
+        for (int64_t i = 0; i < c; ++i) row[i] += qd * w[i];
+      }
+    }
+  // Per (query, head) row: scores over the image rows, softmax, then the
+  // probability-weighted sum of the value inputs.
+  std::vector<float> scores(static_cast<size_t>(pairs * n)), mixed_inputs(static_cast<size_t>(pairs * c));
+  const int64_t block = std::max<int64_t>(1, (pairs + threads - 1) / std::max(threads, 1));
+  for_row_blocks(threads, pairs, block, [&](int64_t p0, int64_t p1) {
+    const int64_t rows = p1 - p0;
+    gemm({.m = rows, .n = n, .k = c, .a = folded.data() + p0 * c, .lda = c, .b = keys_pe, .ldb = c,
+          .b_transposed = true, .c = scores.data() + p0 * n, .ldc = n});
+    softmax_rows(scores.data() + p0 * n, rows, n, n);
+    gemm({.m = rows, .n = c, .k = n, .a = scores.data() + p0 * n, .lda = n, .b = values, .ldb = c,
+          .b_transposed = false, .c = mixed_inputs.data() + p0 * c, .ldc = c});
+  });
+  // v_proj of the mixed inputs, head by head, into the attention's output layout.
+  std::vector<float> mixed(static_cast<size_t>(nq * width));
+  for (int64_t h = 0; h < num_heads; ++h)
+    for (int64_t t = 0; t < nq; ++t) {
+      const float* x = mixed_inputs.data() + (h * nq + t) * c;
+      for (int64_t d = 0; d < head_dim; ++d) {
+        const float* w = v_proj.weight.data() + (h * head_dim + d) * c;
+        float sum = v_proj.bias[h * head_dim + d];
+        for (int64_t i = 0; i < c; ++i) sum += w[i] * x[i];
+        mixed[static_cast<size_t>(t * width + h * head_dim + d)] = sum;
+      }
+    }
   out_proj.apply(mixed.data(), nq, out);
 }
 
@@ -170,8 +214,21 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
   const int64_t hw = image.src.dim(0), c = image.src.dim(1);
   Tensor queries = tokens;
   Tensor keys = image.src;  // read-only until the first block writes its own keys
-  // The keys and values the current block's token->image attention sees.
-  Tensor image_k = image.token_to_image_k, image_v = image.token_to_image_v;
+  Tensor keys_pe;           // keys + image_pe, from the second block on
+
+  // Token -> image attention: the first block's image side is projected once per
+  // image; later ones fold the projections into the queries.
+  auto token_to_image = [&](const DecoderAttention& attn, bool first_block) {
+    const Tensor q = attn.q_proj(add(queries, query_pe));
+    Tensor attn_out({queries.dim(0), c});
+    if (first_block) {
+      attn.attend_projected(q.data(), q.dim(0), image.token_to_image_k.data(), image.token_to_image_v.data(), hw,
+                            attn_out.data());
+    } else {
+      attn.attend_image(q.data(), q.dim(0), keys_pe.data(), keys.data(), hw, attn_out.data(), threads);
+    }
+    return attn_out;
+  };
 
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
     const TwoWayAttentionBlock& block = layers_[layer];
@@ -184,52 +241,33 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
       queries = add(queries, block.self_attn(q, q, queries));
     }
     queries = block.norm1(queries);
-
-    {
-      const DecoderAttention& attn = block.cross_attn_token_to_image;
-      const Tensor q = attn.q_proj(add(queries, query_pe));
-      Tensor attn_out({queries.dim(0), c});
-      attn.attend_projected(q.data(), q.dim(0), image_k.data(), image_v.data(), hw, attn_out.data());
-      queries = block.norm2(add(queries, attn_out));
-    }
+    queries = block.norm2(add(queries, token_to_image(block.cross_attn_token_to_image, layer == 0)));
     queries = block.norm3(add(queries, block.mlp(queries)));
 
-    // Image -> token attention updates the keys row by row; the same pass projects
-    // the new keys for the next token -> image attention.
+    // Image -> token attention updates the keys row by row.
     const DecoderAttention& attn = block.cross_attn_image_to_token;
     const bool queries_cached = layer == 0;  // the first block's image queries come with the image
     const FoldedTokenAttention folded =
         attn.fold_tokens(attn.k_proj(add(queries, query_pe)), attn.v_proj(queries), !queries_cached);
-    const DecoderAttention& next =
-        layer + 1 < layers_.size() ? layers_[layer + 1].cross_attn_token_to_image : final_attn_token_to_image_;
-    const int64_t next_width = next.internal_dim();
-    Tensor new_keys({hw, c}), next_k({hw, next_width}), next_v({hw, next_width});
+    Tensor new_keys({hw, c}), new_keys_pe({hw, c});
     for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
-      std::vector<float> with_pe(static_cast<size_t>(rows * c));
       float* updated = new_keys.data() + r0 * c;
+      float* with_pe = new_keys_pe.data() + r0 * c;
       if (queries_cached) {
         folded.apply(image.image_to_token_q.data() + r0 * attn.internal_dim(), rows, updated);
       } else {
-        add_rows(keys.data() + r0 * c, image_pe.data() + r0 * c, rows * c, with_pe.data());
-        folded.apply(with_pe.data(), rows, updated);
+        folded.apply(keys_pe.data() + r0 * c, rows, updated);
       }
       add_layer_norm_rows(updated, keys.data() + r0 * c, rows, c, block.norm4.weight.data(), block.norm4.bias.data(),
                           kTransformerLayerNormEps);
-
-      add_rows(updated, image_pe.data() + r0 * c, rows * c, with_pe.data());
-      next.k_proj.apply(with_pe.data(), rows, next_k.data() + r0 * next_width);
-      next.v_proj.apply(updated, rows, next_v.data() + r0 * next_width);
+      add_rows(updated, image_pe.data() + r0 * c, rows * c, with_pe);
     });
     keys = new_keys;
-    image_k = next_k;
-    image_v = next_v;
+    keys_pe = new_keys_pe;
   }
 
-  const Tensor q = final_attn_token_to_image_.q_proj(add(queries, query_pe));
-  Tensor attn_out({queries.dim(0), c});
-  final_attn_token_to_image_.attend_projected(q.data(), q.dim(0), image_k.data(), image_v.data(), hw, attn_out.data());
-  queries = norm_final_attn_(add(queries, attn_out));
+  queries = norm_final_attn_(add(queries, token_to_image(final_attn_token_to_image_, false)));
   return {queries, keys};
 }
 

@@ -40,6 +40,15 @@ struct DecoderAttention {
   // q [nq, D], k and v [nk, D] rows -> out [nq, C] rows.
   void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out) const;
 
+  // Few queries over many image rows without projecting the image side: per head
+  // h, q_h k_h^T = (q_h Wk_h) x^T + a constant per query (which softmax drops), and
+  // P v_h = (P x) Wv_h^T + bv_h because each row of P sums to 1. q [nq, D] are
+  // q_proj outputs; keys_pe [n, C] are the k_proj inputs, values [n, C] the v_proj
+  // inputs -> out [nq, C] (out_proj applied). The (query, head) pairs are shared
+  // by `threads` threads.
+  void attend_image(const float* q, int64_t nq, const float* keys_pe, const float* values, int64_t n, float* out,
+                    int threads) const;
+
   // This attention with the given tokens' projected keys and values [T, D] folded
   // in, for queries that are q_proj inputs [rows, C] (project_queries) or
   // q_proj outputs [rows, D].

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "api/binary_mask.h"
 #include "api/feature_file.h"
 #include "api/overlay.h"
 #include "api/predictor.h"
@@ -53,28 +54,9 @@ Tensor read_mask_input(const std::string& path, int64_t low_res) {
   return t.clone();
 }
 
-std::vector<uint8_t> threshold_mask(const Tensor& masks, int64_t index, float threshold) {
-  const int64_t plane = masks.dim(1) * masks.dim(2);
-  std::vector<uint8_t> out(static_cast<size_t>(plane));
-  const float* logits = masks.data() + index * plane;
-  for (int64_t i = 0; i < plane; ++i) out[static_cast<size_t>(i)] = logits[i] > threshold ? 255 : 0;
-  return out;
-}
-
 nlohmann::json mask_summary(const std::vector<uint8_t>& mask, int width, int height, float iou, int token) {
-  int64_t area = 0;
-  int x0 = width, y0 = height, x1 = -1, y1 = -1;
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x)
-      if (mask[static_cast<size_t>(y) * width + x]) {
-        ++area;
-        x0 = std::min(x0, x);
-        y0 = std::min(y0, y);
-        x1 = std::max(x1, x);
-        y1 = std::max(y1, y);
-      }
-  nlohmann::json bbox = area ? nlohmann::json::array({x0, y0, x1 + 1, y1 + 1}) : nlohmann::json(nullptr);
-  return {{"iou", iou}, {"area", area}, {"bbox", bbox}, {"token", token}};
+  const MaskExtent extent = mask_extent(mask, width, height);
+  return {{"iou", iou}, {"area", extent.area}, {"bbox", extent.bbox}, {"token", token}};
 }
 
 struct SegmentCommand {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "api/binary_mask.h"
 #include "core/error.h"
 #include "io/png_writer.h"
 
@@ -72,29 +73,6 @@ json parse_object(std::string_view body) {
   }
   if (!request.is_object()) throw Error("request body must be a JSON object, got " + std::string(request.type_name()));
   return request;
-}
-
-struct MaskStats {
-  int64_t area = 0;
-  json bbox = nullptr;
-};
-
-MaskStats mask_stats(const std::vector<uint8_t>& mask, int width, int height) {
-  MaskStats stats;
-  int x0 = width, y0 = height, x1 = -1, y1 = -1;
-  for (int y = 0; y < height; ++y) {
-    const uint8_t* row = mask.data() + static_cast<size_t>(y) * static_cast<size_t>(width);
-    for (int x = 0; x < width; ++x) {
-      if (!row[x]) continue;
-      ++stats.area;
-      x0 = std::min(x0, x);
-      x1 = std::max(x1, x);
-      y0 = std::min(y0, y);
-      y1 = std::max(y1, y);
-    }
-  }
-  if (stats.area) stats.bbox = json::array({x0, y0, x1 + 1, y1 + 1});
-  return stats;
 }
 
 }  // namespace
@@ -183,16 +161,13 @@ nlohmann::json segment_response(const MaskPrediction& prediction, float mask_thr
   const Tensor& logits = prediction.masks;
   const int height = static_cast<int>(logits.dim(1));
   const int width = static_cast<int>(logits.dim(2));
-  const size_t plane = static_cast<size_t>(width) * static_cast<size_t>(height);
   json masks = json::array();
-  std::vector<uint8_t> mask(plane);
   for (int64_t m = 0; m < logits.dim(0); ++m) {
-    const float* plane_logits = logits.data() + static_cast<size_t>(m) * plane;
-    for (size_t i = 0; i < plane; ++i) mask[i] = plane_logits[i] > mask_threshold ? 255 : 0;
-    const MaskStats stats = mask_stats(mask, width, height);
+    const std::vector<uint8_t> mask = threshold_mask(logits, m, mask_threshold);
+    const MaskExtent extent = mask_extent(mask, width, height);
     json entry = {{"iou", prediction.iou_predictions[static_cast<size_t>(m)]},
-                  {"area", stats.area},
-                  {"bbox", stats.bbox}};
+                  {"area", extent.area},
+                  {"bbox", extent.bbox}};
     if (format == MaskFormat::png) {
       entry["png_base64"] = base64_encode(encode_png_gray8(mask.data(), width, height));
     } else {

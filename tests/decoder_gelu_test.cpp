@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -26,7 +27,17 @@ class DecoderGeluPath : public ::testing::TestWithParam<GeluPath> {
   }
 };
 
-TEST_P(DecoderGeluPath, MatchesErfGeluToOneUlp) {
+// The accuracy each path promises (decoder_gelu.h): one ulp, or for the single-
+// precision path an absolute error of 2.5e-7 * max(1, |x|).
+bool single_precision(GeluPath path) { return path == GeluPath::kAvx512Float; }
+
+bool within_promise(GeluPath path, float x, float y, float want) {
+  const double abs_error = std::fabs(static_cast<double>(y) - want);
+  if (single_precision(path)) return abs_error <= 2.5e-7 * std::max(1.0, std::fabs(static_cast<double>(x)));
+  return ulp_distance(y, want) <= 1 || abs_error < 1e-14;
+}
+
+TEST_P(DecoderGeluPath, MatchesErfGeluWithinItsUlps) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   std::vector<float> x(1 << 20);
@@ -40,13 +51,14 @@ TEST_P(DecoderGeluPath, MatchesErfGeluToOneUlp) {
   int64_t differing = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = gelu_exact_reference(x[i]);
-    const double abs_error = std::fabs(static_cast<double>(y[i]) - want);
-    ASSERT_TRUE(ulp_distance(y[i], want) <= 1 || abs_error < 1e-14) << "x = " << x[i] << ": " << y[i] << " vs " << want;
+    ASSERT_TRUE(within_promise(GetParam(), x[i], y[i], want)) << "x = " << x[i] << ": " << y[i] << " vs " << want;
     differing += y[i] != want;
   }
-  // The tables' small absolute error shows only where the double result lies near a
-  // float rounding boundary (and in the far negative tail, where Phi is tiny).
-  EXPECT_LT(differing, static_cast<int64_t>(x.size() / 20));
+  // The double tables' small absolute error shows only where the double result lies
+  // near a float rounding boundary (and in the far negative tail, where Phi is tiny).
+  if (!single_precision(GetParam())) {
+    EXPECT_LT(differing, static_cast<int64_t>(x.size() / 20));
+  }
 }
 
 TEST_P(DecoderGeluPath, KeepsNonFiniteValuesLikeTheFormula) {
@@ -69,7 +81,8 @@ TEST_P(DecoderGeluPath, TouchesOnlyTheGivenCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, DecoderGeluPath,
-                         ::testing::Values(GeluPath::kPortable, GeluPath::kAvx2, GeluPath::kAvx512),
+                         ::testing::Values(GeluPath::kPortable, GeluPath::kAvx2, GeluPath::kAvx512,
+                                           GeluPath::kAvx512Float),
                          [](const ::testing::TestParamInfo<GeluPath>& info) {
                            switch (info.param) {
                              case GeluPath::kPortable:
@@ -78,6 +91,8 @@ INSTANTIATE_TEST_SUITE_P(Paths, DecoderGeluPath,
                                return "Avx2";
                              case GeluPath::kAvx512:
                                return "Avx512";
+                             case GeluPath::kAvx512Float:
+                               return "Avx512Float";
                            }
                            return "Unknown";
                          });
@@ -109,8 +124,8 @@ TEST(DecoderGelu, DefaultPathMatchesReference) {
   gelu_exact_inplace(x, 4);
   EXPECT_TRUE(std::isnan(x[0]));
   EXPECT_EQ(x[1], std::numeric_limits<float>::infinity());
-  EXPECT_LE(ulp_distance(x[2], gelu_exact_reference(0.5f)), 1);
-  EXPECT_LE(ulp_distance(x[3], gelu_exact_reference(-2.0f)), 1);
+  EXPECT_NEAR(x[2], gelu_exact_reference(0.5f), 2.5e-7);
+  EXPECT_NEAR(x[3], gelu_exact_reference(-2.0f), 5e-7);
 }
 
 }  // namespace

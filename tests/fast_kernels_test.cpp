@@ -58,6 +58,22 @@ TEST(FastKernels, SoftmaxEveryPathMatchesReference) {
   }
 }
 
+TEST(FastKernels, GroupSoftmaxEveryPathMatchesReference) {
+  // Group sizes around the decoder's token counts; 37 groups leave a vector tail.
+  for (const int64_t group : {1, 3, 8, 11, 17}) {
+    const Tensor x = random_tensor({37, group}, 5, 30.0f);
+    Tensor expected = x.clone();
+    softmax_rows_reference(expected.data(), 37, group, group);
+    for (SimdLevel level : available_levels()) {
+      Tensor actual = x.clone();
+      softmax_groups(actual.data(), 37, group, level);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        EXPECT_NEAR(actual[i], expected[i], 4e-6 * expected[i] + 1e-9) << simd_level_name(level) << " " << group;
+      }
+    }
+  }
+}
+
 TEST(FastKernels, LayerNormEveryPathMatchesReference) {
   for (const int64_t c : {96, 37}) {
     const Tensor x = random_tensor({300, c}, 2, 4.0f), w = random_tensor({c}, 3), b = random_tensor({c}, 4);

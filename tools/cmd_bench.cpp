@@ -186,7 +186,12 @@ struct BenchCommand {
     const int decoder_runs = std::max(runs, 20);
     TimingStats decoder, batched;
     if (!encoder_only) {
-      decoder = time_runs(warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); });
+      decoder = time_runs(
+          warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); }, [] { stage_profile_reset(); });
+      if (stage_profile_enabled()) {
+        std::printf("\n");
+        stage_profile_print(stdout, decoder_runs);
+      }
       batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
     }
     auto scale = [&](TimingStats s) {

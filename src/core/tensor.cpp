@@ -27,15 +27,22 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-Tensor::Tensor(Shape shape) : shape_(std::move(shape)), numel_(shape_numel(shape_)) {
+Tensor::Tensor(Shape shape) : Tensor(uninitialized(std::move(shape))) {
+  std::memset(data_, 0, static_cast<size_t>(numel_) * sizeof(float));
+}
+
+Tensor Tensor::uninitialized(Shape shape) {
   constexpr size_t kAlignment = 64;
-  size_t bytes = static_cast<size_t>(std::max<int64_t>(numel_, 1)) * sizeof(float);
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  size_t bytes = static_cast<size_t>(std::max<int64_t>(t.numel_, 1)) * sizeof(float);
   bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* memory = std::aligned_alloc(kAlignment, bytes);
   if (!memory) throw std::bad_alloc();
-  std::memset(memory, 0, bytes);
-  storage_ = std::shared_ptr<void>(memory, std::free);
-  data_ = static_cast<float*>(memory);
+  t.storage_ = std::shared_ptr<void>(memory, std::free);
+  t.data_ = static_cast<float*>(memory);
+  return t;
 }
 
 Tensor Tensor::view(Shape shape, float* data, std::shared_ptr<void> keep_alive) {
@@ -72,7 +79,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(shape_);
+  Tensor t = uninitialized(shape_);
   if (numel_) std::memcpy(t.data_, data_, static_cast<size_t>(numel_) * sizeof(float));
   return t;
 }

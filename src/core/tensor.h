@@ -20,6 +20,9 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(Shape shape);
+  // Owned storage whose contents are undefined, for outputs the caller writes in
+  // full: skips the zero fill, a real cost for maps of megabytes made per call.
+  static Tensor uninitialized(Shape shape);
 
   static Tensor view(Shape shape, float* data, std::shared_ptr<void> keep_alive);
   static Tensor filled(Shape shape, float value);

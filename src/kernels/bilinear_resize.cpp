@@ -58,17 +58,6 @@ Shape resized_shape(const Tensor& x, int64_t out_h, int64_t out_w) {
   return shape;
 }
 
-// Every element of the output is written, so skip the zero fill of Tensor(shape):
-// for masks at photo size it is a large share of the resize.
-Tensor uninitialized_tensor(Shape shape) {
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  constexpr std::align_val_t kAlignment{64};
-  std::shared_ptr<float> storage(static_cast<float*>(::operator new[](static_cast<size_t>(count) * sizeof(float), kAlignment)),
-                                 [](float* p) { ::operator delete[](p, kAlignment); });
-  float* data = storage.get();
-  return Tensor::view(std::move(shape), data, std::move(storage));
-}
 
 }  // namespace
 
@@ -77,7 +66,7 @@ Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w) {
   const int64_t in_h = x.dim(-2), in_w = x.dim(-1), planes = x.numel() / (in_h * in_w);
   const Taps rows = linear_taps(in_h, out_h);
   const Taps cols = linear_taps(in_w, out_w);
-  Tensor y = uninitialized_tensor(resized_shape(x, out_h, out_w));
+  Tensor y = Tensor::uninitialized(resized_shape(x, out_h, out_w));
   // Separable: each source row is interpolated along x once (not once per output
   // row that reads it), then output rows blend two of those. The float operations
   // per output value are the same as blending the four taps directly.

@@ -173,6 +173,57 @@ __attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t c
   }
 }
 
+// The single-precision AVX-512 path: 32 pieces of width 1/2 and degree 7, the
+// coefficients rounded to float, so that each coefficient's 32 values sit in two
+// registers and the polynomial runs 16 lanes at a time. Faster than the double
+// path for an absolute error of ~2e-7 * max(1, |x|): the decoder's tolerance is an
+// absolute 1e-4 on the logits, far above it. Stored [coefficient][piece].
+constexpr int kFloatPiecesPerUnit = 2;
+constexpr int kFloatPieces = static_cast<int>((kHigh - kLow) * kFloatPiecesPerUnit);
+constexpr int kFloatDegree = 7;
+constexpr int kFloatCoefficients = kFloatDegree + 1;
+
+const float* float_phi_table() {
+  static const std::vector<float> table = [] {
+    const std::vector<double> by_piece = phi_pieces(kFloatPiecesPerUnit, kFloatDegree);
+    std::vector<float> by_coefficient(by_piece.size());
+    for (int p = 0; p < kFloatPieces; ++p)
+      for (int k = 0; k < kFloatCoefficients; ++k)
+        by_coefficient[static_cast<size_t>(k * kFloatPieces + p)] =
+            static_cast<float>(by_piece[static_cast<size_t>(p * kFloatCoefficients + k)]);
+    return by_coefficient;
+  }();
+  return table.data();
+}
+
+__attribute__((target("avx512f"))) void gelu_avx512_float(float* x, int64_t count) {
+  static_assert(kFloatPieces == 32, "two registers of 16 floats per coefficient");
+  const float* coefficients = float_phi_table();
+  __m512 table[2 * kFloatCoefficients];
+  for (int k = 0; k < 2 * kFloatCoefficients; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
+  const __m512 low = _mm512_set1_ps(static_cast<float>(kLow)), high = _mm512_set1_ps(static_cast<float>(kHigh));
+  const __m512 high_clamp = _mm512_set1_ps(std::nextafter(static_cast<float>(kHigh), 0.0f));
+  const __m512 per_unit = _mm512_set1_ps(kFloatPiecesPerUnit), two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < count; i += 16) {
+    const int64_t left = count - i;
+    const __mmask16 lanes = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
+    // max/min return their second operand for NaN, so NaN lands on the low piece.
+    const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, low), high_clamp);
+    const __m512 u = _mm512_mul_ps(_mm512_sub_ps(clamped, low), per_unit);
+    const __m512 floor_u = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512i piece = _mm512_cvttps_epi32(floor_u);
+    const __m512 t = _mm512_sub_ps(_mm512_mul_ps(two, _mm512_sub_ps(u, floor_u)), one);
+    __m512 phi = _mm512_permutex2var_ps(table[2 * kFloatDegree], piece, table[2 * kFloatDegree + 1]);
+    for (int k = kFloatDegree - 1; k >= 0; --k) {
+      phi = _mm512_fmadd_ps(phi, t, _mm512_permutex2var_ps(table[2 * k], piece, table[2 * k + 1]));
+    }
+    phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, high, _CMP_GE_OQ), phi, one);
+    phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, low, _CMP_LE_OQ), phi, _mm512_setzero_ps());
+    _mm512_mask_storeu_ps(x + i, lanes, _mm512_mul_ps(v, phi));
+  }
+}
+
 #pragma GCC diagnostic pop
 
 }  // namespace
@@ -185,6 +236,8 @@ bool gelu_path_supported(GeluPath path) {
       return __builtin_cpu_supports("avx2");
     case GeluPath::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    case GeluPath::kAvx512Float:
+      return __builtin_cpu_supports("avx512f");
   }
   return false;
 }
@@ -193,6 +246,9 @@ void gelu_exact_inplace_with(GeluPath path, float* x, int64_t count) {
   switch (path) {
     case GeluPath::kAvx512:
       gelu_avx512(x, count);
+      return;
+    case GeluPath::kAvx512Float:
+      gelu_avx512_float(x, count);
       return;
     case GeluPath::kAvx2:
       gelu_avx2(phi_table(), x, count);
@@ -205,7 +261,7 @@ void gelu_exact_inplace_with(GeluPath path, float* x, int64_t count) {
 }
 
 void gelu_exact_inplace(float* x, int64_t count) {
-  static const GeluPath best = gelu_path_supported(GeluPath::kAvx512) ? GeluPath::kAvx512
+  static const GeluPath best = gelu_path_supported(GeluPath::kAvx512Float) ? GeluPath::kAvx512Float
                                : gelu_path_supported(GeluPath::kAvx2) ? GeluPath::kAvx2
                                                                        : GeluPath::kPortable;
   gelu_exact_inplace_with(best, x, count);

@@ -8,7 +8,7 @@ namespace sam2rt {
 // token or pixel per row).
 
 // x[r] = LayerNorm(x[r] + y[r]) in place (y may be null: plain LayerNorm): the
-// float sum x + y, then moments in double (biased variance) as kernels/norm.h.
+// float sum x + y, then kernels/norm.h's vectorised single-precision LayerNorm.
 void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, const float* weight, const float* bias,
                          float eps);
 

@@ -40,6 +40,39 @@ template <int Lanes>
   for (int64_t i = vec_end; i < n; ++i) x[i] *= inv;
 }
 
+// Shift each group by its max (scalar: groups are short), one vector e^x over
+// the whole buffer, then normalise each group.
+template <int Lanes>
+[[gnu::always_inline]] inline void softmax_groups_impl(float* x, int64_t groups, int64_t group) {
+  using V = typename simd::Types<Lanes>::F;
+  using VI = typename simd::Types<Lanes>::I;
+  for (int64_t g = 0; g < groups; ++g) {
+    float* row = x + g * group;
+    const float max = *std::max_element(row, row + group);
+    for (int64_t i = 0; i < group; ++i) row[i] -= max;
+  }
+  const int64_t n = groups * group, vec_end = n / Lanes * Lanes;
+  for (int64_t i = 0; i < vec_end; i += Lanes) simd::store(x + i, simd::exp<V, VI>(simd::load<V>(x + i)));
+  for (int64_t i = vec_end; i < n; ++i) x[i] = simd::exp<V, VI>(simd::splat<V>(x[i]))[0];
+  for (int64_t g = 0; g < groups; ++g) {
+    float* row = x + g * group;
+    float total = 0.0f;
+    for (int64_t i = 0; i < group; ++i) total += row[i];
+    const float inv = 1.0f / total;
+    for (int64_t i = 0; i < group; ++i) row[i] *= inv;
+  }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_groups_avx512(float* x, int64_t groups, int64_t group) {
+  softmax_groups_impl<16>(x, groups, group);
+}
+
+[[gnu::target("avx2,fma")]] void softmax_groups_avx2(float* x, int64_t groups, int64_t group) {
+  softmax_groups_impl<8>(x, groups, group);
+}
+
+void softmax_groups_baseline(float* x, int64_t groups, int64_t group) { softmax_groups_impl<4>(x, groups, group); }
+
 [[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) softmax_row<16>(x + r * ld, cols);
 }
@@ -65,6 +98,17 @@ void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel le
 void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld) {
   softmax_rows(x, rows, cols, ld, best_simd_level());
 }
+
+void softmax_groups(float* x, int64_t groups, int64_t group, SimdLevel level) {
+  if (group <= 0) return;
+  switch (std::min(level, best_simd_level())) {
+    case SimdLevel::avx512: return softmax_groups_avx512(x, groups, group);
+    case SimdLevel::avx2: return softmax_groups_avx2(x, groups, group);
+    case SimdLevel::baseline: return softmax_groups_baseline(x, groups, group);
+  }
+}
+
+void softmax_groups(float* x, int64_t groups, int64_t group) { softmax_groups(x, groups, group, best_simd_level()); }
 
 void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {

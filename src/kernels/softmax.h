@@ -12,6 +12,12 @@ void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld);
 // The same with a chosen code path (tests force each one the CPU supports).
 void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel level);
 
+// In place over `groups` consecutive groups of `group` floats each: a softmax of
+// each group. For many short groups (the decoder's few tokens per head), where a
+// row-wise vector softmax would run entirely in its scalar tail.
+void softmax_groups(float* x, int64_t groups, int64_t group);
+void softmax_groups(float* x, int64_t groups, int64_t group, SimdLevel level);
+
 // Double-precision reference.
 void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld);
 

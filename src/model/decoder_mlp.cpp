@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/activation.h"
+#include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/linear.h"
 
@@ -22,6 +23,17 @@ void DecoderLinear::apply(const float* x, int64_t rows, float* y) const {
         .c = y, .ldc = out, .accumulate = true});
 }
 
+void DecoderLinear::apply_by_columns(const float* x, int64_t rows, float* y, int threads) const {
+  // Column blocks of whole cache lines, at least two per thread.
+  const int64_t in = in_features(), out = out_features();
+  const int64_t block = std::max<int64_t>(16, (out / (2 * std::max(threads, 1)) + 15) / 16 * 16);
+  for_row_blocks(threads, out, block, [&](int64_t j0, int64_t j1) {
+    for (int64_t r = 0; r < rows; ++r) std::copy(bias.data() + j0, bias.data() + j1, y + r * out + j0);
+    gemm({.m = rows, .n = j1 - j0, .k = in, .a = x, .lda = in, .b = weight.data() + j0 * in, .ldb = in,
+          .b_transposed = true, .c = y + j0, .ldc = out, .accumulate = true});
+  });
+}
+
 DecoderMlp DecoderMlp::load(const WeightMap& weights, const std::string& prefix, int num_layers,
                             bool sigmoid_output) {
   DecoderMlp mlp;
@@ -32,10 +44,16 @@ DecoderMlp DecoderMlp::load(const WeightMap& weights, const std::string& prefix,
   return mlp;
 }
 
-Tensor DecoderMlp::operator()(const Tensor& x) const {
+Tensor DecoderMlp::operator()(const Tensor& x, int threads) const {
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i) {
-    h = layers[i](h);
+    if (threads > 1 && h.rank() == 2 && h.dim(1) == layers[i].in_features()) {
+      Tensor y = Tensor::uninitialized({h.dim(0), layers[i].out_features()});
+      layers[i].apply_by_columns(h.data(), h.dim(0), y.data(), threads);
+      h = y;
+    } else {
+      h = layers[i](h);
+    }
     if (i + 1 < layers.size()) relu_inplace(h);
   }
   if (sigmoid_output) sigmoid_inplace(h);

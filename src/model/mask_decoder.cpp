@@ -11,6 +11,7 @@
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/layout.h"
+#include "kernels/stage_profile.h"
 
 namespace sam2rt {
 
@@ -118,17 +119,23 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
   const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
   Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
-  for (int t = 0; t < num_mask_tokens_; ++t) {
-    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
-    std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
+  MaskDecoderOutput result;
+  {
+    ScopedStage stage("decoder: output heads");
+    for (int t = 0; t < num_mask_tokens_; ++t) {
+      const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
+      std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
+    }
+    result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
+    result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
   }
 
   // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
   // features, a band of rows at a time: ConvTranspose, + feat_s1, LayerNorm2d,
   // GELU, ConvTranspose, + feat_s0, GELU, then the hypernetwork dot products.
+  ScopedStage stage("decoder: upscaling + mask products");
   const int64_t l = 4 * e, pixels = l * l;
-  MaskDecoderOutput result;
-  result.masks = Tensor({static_cast<int64_t>(num_mask_tokens_), l, l});
+  result.masks = Tensor::uninitialized({static_cast<int64_t>(num_mask_tokens_), l, l});
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
     const int64_t rows = i1 - i0;
     const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e, up_pixels = 4 * rows * l;
@@ -137,8 +144,7 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
     const auto up = uninitialized(up_pixels * up_c);
     conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1.get(),
                                    scratch.get());
-    add_rows_inplace(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels * up1_c);
-    add_layer_norm_rows(up1.get(), nullptr, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
+    add_layer_norm_rows(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
                         kLayerNorm2dEps);
     gelu_exact_inplace(up1.get(), up1_pixels * up1_c);
     conv_transpose_2x2_stride2_hwc(up1.get(), up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up.get(),
@@ -149,9 +155,6 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
     gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up.get(),
           .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
   });
-
-  result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
-  result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
   return result;
 }
 

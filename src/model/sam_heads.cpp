@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "kernels/decoder_threads.h"
+#include "kernels/stage_profile.h"
 #include "model/mask_postprocess.h"
 
 namespace sam2rt {
@@ -12,6 +13,7 @@ namespace {
 
 // Upscales the selected logits to the original size and clamps the low-res ones.
 void finish(MaskPrediction& r, int orig_w, int orig_h) {
+  ScopedStage stage("decoder: masks to the original size");
   r.masks = upscale_masks_to_original(r.low_res_masks, orig_w, orig_h);
   r.low_res_masks = clamp_low_res_logits(r.low_res_masks);
 }
@@ -33,7 +35,10 @@ DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features) const
 MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
                                 int orig_h, int threads) const {
   MaskPrediction r;
-  r.sparse_embeddings = prompt_encoder_.embed_sparse(prompt, orig_w, orig_h);
+  {
+    ScopedStage stage("decoder: prompt encoder");
+    r.sparse_embeddings = prompt_encoder_.embed_sparse(prompt, orig_w, orig_h);
+  }
   MaskDecoderOutput decoded;
   if (prompt.mask_input.empty()) {
     r.dense_embeddings = no_mask_dense_;

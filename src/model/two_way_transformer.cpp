@@ -11,6 +11,7 @@
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
+#include "kernels/stage_profile.h"
 
 namespace sam2rt {
 
@@ -22,7 +23,7 @@ constexpr float kTransformerLayerNormEps = 1e-5f;
 constexpr int64_t kImageRowBlock = 256;
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor y(a.shape());
+  Tensor y = Tensor::uninitialized(a.shape());
   add_rows(a.data(), b.data(), a.numel(), y.data());
   return y;
 }
@@ -41,12 +42,18 @@ DecoderAttention DecoderAttention::load(const WeightMap& weights, const std::str
 }
 
 void DecoderAttention::attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-                                        float* out) const {
+                                        float* out, int threads) const {
   const int64_t width = internal_dim(), head_dim = width / num_heads;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   std::vector<float> mixed(static_cast<size_t>(nq * width));
-  attention({.nq = nq, .nk = nk, .heads = num_heads, .head_dim = head_dim, .q = q, .ldq = width, .k = k,
-             .ldk = width, .v = v, .ldv = width, .out = mixed.data(), .ldo = width,
-             .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
+  for_row_blocks(threads, num_heads, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      const int64_t column = h * head_dim;
+      attention_serial({.nq = nq, .nk = nk, .heads = 1, .head_dim = head_dim, .q = q + column, .ldq = width,
+                        .k = k + column, .ldk = width, .v = v + column, .ldv = width, .out = mixed.data() + column,
+                        .ldo = width, .scale = scale});
+    }
+  });
   out_proj.apply(mixed.data(), nq, out);
 }
 
@@ -56,19 +63,16 @@ void DecoderAttention::attend_image(const float* q, int64_t nq, const float* key
   const int64_t pairs = nq * num_heads;  // row (h * nq + t): query t in head h
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   // Folded queries: row (h, t) = scale * q_{t,h} Wk_h, a vector over the C input channels.
-  std::vector<float> folded(static_cast<size_t>(pairs * c), 0.0f);
-  for (int64_t h = 0; h < num_heads; ++h)
-    for (int64_t t = 0; t < nq; ++t) {
-      float* row = folded.data() + (h * nq + t) * c;
-      for (int64_t d = 0; d < head_dim; ++d) {
-        const float qd = q[t * width + h * head_dim + d] * scale;
-        const float* w = k_proj.weight.data() + (h * head_dim + d) * c;
-        for (int64_t i = 0; i < c; ++i) row[i] += qd * w[i];
-      }
-    }
+  std::vector<float> scaled_q(static_cast<size_t>(nq * width)), folded(static_cast<size_t>(pairs * c));
+  std::transform(q, q + nq * width, scaled_q.begin(), [scale](float v) { return v * scale; });
+  for (int64_t h = 0; h < num_heads; ++h) {
+    gemm({.m = nq, .n = c, .k = head_dim, .a = scaled_q.data() + h * head_dim, .lda = width,
+          .b = k_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = false,
+          .c = folded.data() + h * nq * c, .ldc = c});
+  }
   // Per (query, head) row: scores over the image rows, softmax, then the
   // probability-weighted sum of the value inputs.
-  std::vector<float> scores(static_cast<size_t>(pairs * n)), mixed_inputs(static_cast<size_t>(pairs * c));
+  Tensor scores = Tensor::uninitialized({pairs, n}), mixed_inputs = Tensor::uninitialized({pairs, c});
   const int64_t block = std::max<int64_t>(1, (pairs + threads - 1) / std::max(threads, 1));
   for_row_blocks(threads, pairs, block, [&](int64_t p0, int64_t p1) {
     const int64_t rows = p1 - p0;
@@ -80,23 +84,19 @@ void DecoderAttention::attend_image(const float* q, int64_t nq, const float* key
   });
   // v_proj of the mixed inputs, head by head, into the attention's output layout.
   std::vector<float> mixed(static_cast<size_t>(nq * width));
-  for (int64_t h = 0; h < num_heads; ++h)
-    for (int64_t t = 0; t < nq; ++t) {
-      const float* x = mixed_inputs.data() + (h * nq + t) * c;
-      for (int64_t d = 0; d < head_dim; ++d) {
-        const float* w = v_proj.weight.data() + (h * head_dim + d) * c;
-        float sum = v_proj.bias[h * head_dim + d];
-        for (int64_t i = 0; i < c; ++i) sum += w[i] * x[i];
-        mixed[static_cast<size_t>(t * width + h * head_dim + d)] = sum;
-      }
-    }
+  for (int64_t t = 0; t < nq; ++t) std::copy_n(v_proj.bias.data(), width, mixed.data() + t * width);
+  for (int64_t h = 0; h < num_heads; ++h) {
+    gemm({.m = nq, .n = head_dim, .k = c, .a = mixed_inputs.data() + h * nq * c, .lda = c,
+          .b = v_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = true,
+          .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
+  }
   out_proj.apply(mixed.data(), nq, out);
 }
 
 Tensor DecoderAttention::operator()(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in) const {
   const Tensor q = q_proj(q_in), k = k_proj(k_in), v = v_proj(v_in);
   Tensor out({q_in.dim(0), out_proj.out_features()});
-  attend_projected(q.data(), q.dim(0), k.data(), v.data(), k.dim(0), out.data());
+  attend_projected(q.data(), q.dim(0), k.data(), v.data(), k.dim(0), out.data(), 1);
   return out;
 }
 
@@ -105,56 +105,50 @@ FoldedTokenAttention DecoderAttention::fold_tokens(const Tensor& token_k, const 
   const int64_t width = internal_dim(), head_dim = width / num_heads, tokens = token_k.dim(0);
   const int64_t columns = num_heads * tokens, c = out_proj.out_features();
   const int64_t in = project_queries ? q_proj.in_features() : width;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   FoldedTokenAttention f{.heads = num_heads,
                          .tokens = tokens,
-                         .score_weight = Tensor({in, columns}),
+                         .score_weight = Tensor({columns, in}),
                          .score_bias = Tensor({columns}),
                          .value_out = Tensor({columns, c}),
                          .out_bias = out_proj.bias};
-  for (int64_t h = 0; h < num_heads; ++h)
-    for (int64_t j = 0; j < tokens; ++j) {
-      const int64_t column = h * tokens + j;
-      const float* key = token_k.data() + j * width + h * head_dim;
-      const float* value = token_v.data() + j * width + h * head_dim;
-      for (int64_t i = 0; i < in; ++i) {
-        double sum = 0.0;
-        for (int64_t d = 0; d < head_dim; ++d) {
-          const double w = project_queries ? q_proj.weight[(h * head_dim + d) * in + i] : (i == h * head_dim + d);
-          sum += w * key[d];
-        }
-        f.score_weight[i * columns + column] = static_cast<float>(sum * scale);
+  // Row (h, j) of score_weight: scale * k_{j,h} Wq_h (or k_{j,h} itself in head
+  // h's columns when the queries come projected); of value_out: v_{j,h} Wo_h^T.
+  std::vector<float> scaled_k(static_cast<size_t>(tokens * width));
+  std::transform(token_k.begin(), token_k.end(), scaled_k.begin(), [scale](float v) { return v * scale; });
+  std::fill(f.score_weight.begin(), f.score_weight.end(), 0.0f);
+  for (int64_t h = 0; h < num_heads; ++h) {
+    float* score_rows = f.score_weight.data() + h * tokens * in;
+    const float* keys = scaled_k.data() + h * head_dim;
+    if (project_queries) {
+      gemm({.m = tokens, .n = in, .k = head_dim, .a = keys, .lda = width,
+            .b = q_proj.weight.data() + h * head_dim * in, .ldb = in, .b_transposed = false, .c = score_rows,
+            .ldc = in});
+      for (int64_t j = 0; j < tokens; ++j) {
+        float bias = 0.0f;
+        for (int64_t d = 0; d < head_dim; ++d) bias += q_proj.bias[h * head_dim + d] * keys[j * width + d];
+        f.score_bias[h * tokens + j] = bias;
       }
-      double bias = 0.0;
-      for (int64_t d = 0; d < head_dim && project_queries; ++d) bias += static_cast<double>(q_proj.bias[h * head_dim + d]) * key[d];
-      f.score_bias[column] = static_cast<float>(bias * scale);
-      for (int64_t o = 0; o < c; ++o) {
-        double sum = 0.0;
-        for (int64_t d = 0; d < head_dim; ++d) sum += static_cast<double>(value[d]) * out_proj.weight[o * width + h * head_dim + d];
-        f.value_out[column * c + o] = static_cast<float>(sum);
+    } else {
+      for (int64_t j = 0; j < tokens; ++j) {
+        std::copy_n(keys + j * width, head_dim, score_rows + j * in + h * head_dim);
+        f.score_bias[h * tokens + j] = 0.0f;
       }
     }
+    gemm({.m = tokens, .n = c, .k = head_dim, .a = token_v.data() + h * head_dim, .lda = width,
+          .b = out_proj.weight.data() + h * head_dim, .ldb = width, .b_transposed = true,
+          .c = f.value_out.data() + h * tokens * c, .ldc = c});
+  }
   return f;
 }
 
 void FoldedTokenAttention::apply(const float* x, int64_t rows, float* out) const {
-  const int64_t in = score_weight.dim(0), columns = heads * tokens, c = value_out.dim(1);
+  const int64_t in = score_weight.dim(1), columns = heads * tokens, c = value_out.dim(1);
   std::vector<float> scores(static_cast<size_t>(rows * columns));
   for (int64_t r = 0; r < rows; ++r) std::copy_n(score_bias.data(), columns, scores.data() + r * columns);
-  gemm({.m = rows, .n = columns, .k = in, .a = x, .lda = in, .b = score_weight.data(), .ldb = columns,
-        .b_transposed = false, .c = scores.data(), .ldc = columns, .accumulate = true});
-  // Softmax over each head's tokens, as kernels/attention.h does it.
-  for (int64_t g = 0; g < rows * heads; ++g) {
-    float* group = scores.data() + g * tokens;
-    const float max = *std::max_element(group, group + tokens);
-    double sum = 0.0;
-    for (int64_t j = 0; j < tokens; ++j) {
-      group[j] = std::exp(group[j] - max);
-      sum += group[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < tokens; ++j) group[j] *= inv;
-  }
+  gemm({.m = rows, .n = columns, .k = in, .a = x, .lda = in, .b = score_weight.data(), .ldb = in,
+        .b_transposed = true, .c = scores.data(), .ldc = columns, .accumulate = true});
+  softmax_groups(scores.data(), rows * heads, tokens);
   for (int64_t r = 0; r < rows; ++r) std::copy_n(out_bias.data(), c, out + r * c);
   gemm({.m = rows, .n = c, .k = columns, .a = scores.data(), .lda = columns, .b = value_out.data(), .ldb = c,
         .b_transposed = false, .c = out, .ldc = c, .accumulate = true});
@@ -223,7 +217,7 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
     Tensor attn_out({queries.dim(0), c});
     if (first_block) {
       attn.attend_projected(q.data(), q.dim(0), image.token_to_image_k.data(), image.token_to_image_v.data(), hw,
-                            attn_out.data());
+                            attn_out.data(), threads);
     } else {
       attn.attend_image(q.data(), q.dim(0), keys_pe.data(), keys.data(), hw, attn_out.data(), threads);
     }
@@ -234,22 +228,32 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
     const TwoWayAttentionBlock& block = layers_[layer];
     // The first block's self-attention sees no position encoding and replaces the
     // tokens instead of adding to them (official TwoWayAttentionBlock).
-    if (block.skip_first_layer_pe) {
-      queries = block.self_attn(queries, queries, queries);
-    } else {
-      const Tensor q = add(queries, query_pe);
-      queries = add(queries, block.self_attn(q, q, queries));
+    {
+      ScopedStage stage("decoder: token self-attention");
+      if (block.skip_first_layer_pe) {
+        queries = block.self_attn(queries, queries, queries);
+      } else {
+        const Tensor q = add(queries, query_pe);
+        queries = add(queries, block.self_attn(q, q, queries));
+      }
+      queries = block.norm1(queries);
     }
-    queries = block.norm1(queries);
-    queries = block.norm2(add(queries, token_to_image(block.cross_attn_token_to_image, layer == 0)));
-    queries = block.norm3(add(queries, block.mlp(queries)));
+    {
+      ScopedStage stage("decoder: token -> image attention");
+      queries = block.norm2(add(queries, token_to_image(block.cross_attn_token_to_image, layer == 0)));
+    }
+    {
+      ScopedStage stage("decoder: token MLP");
+      queries = block.norm3(add(queries, block.mlp(queries, threads)));
+    }
+    ScopedStage stage("decoder: image -> token attention");
 
     // Image -> token attention updates the keys row by row.
     const DecoderAttention& attn = block.cross_attn_image_to_token;
     const bool queries_cached = layer == 0;  // the first block's image queries come with the image
     const FoldedTokenAttention folded =
         attn.fold_tokens(attn.k_proj(add(queries, query_pe)), attn.v_proj(queries), !queries_cached);
-    Tensor new_keys({hw, c}), new_keys_pe({hw, c});
+    Tensor new_keys = Tensor::uninitialized({hw, c}), new_keys_pe = Tensor::uninitialized({hw, c});
     for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       float* updated = new_keys.data() + r0 * c;
@@ -267,6 +271,7 @@ TwoWayTransformer::Output TwoWayTransformer::forward(const Tensor& tokens, const
     keys_pe = new_keys_pe;
   }
 
+  ScopedStage stage("decoder: final token -> image attention");
   queries = norm_final_attn_(add(queries, token_to_image(final_attn_token_to_image_, false)));
   return {queries, keys};
 }

@@ -17,7 +17,7 @@ namespace sam2rt {
 // projection. Same algebra as DecoderAttention, rounded in a different order.
 struct FoldedTokenAttention {
   int64_t heads = 1, tokens = 0;
-  Tensor score_weight;  // [in, heads * tokens], the 1/sqrt(d) scale included
+  Tensor score_weight;  // [heads * tokens, in], the 1/sqrt(d) scale included
   Tensor score_bias;    // [heads * tokens]
   Tensor value_out;     // [heads * tokens, C]
   Tensor out_bias;      // [C]
@@ -38,7 +38,9 @@ struct DecoderAttention {
   Tensor operator()(const Tensor& q, const Tensor& k, const Tensor& v) const;
   // The attention and out projection on inputs already projected by q/k/v_proj:
   // q [nq, D], k and v [nk, D] rows -> out [nq, C] rows.
-  void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out) const;
+  // Heads are shared by `threads` workers.
+  void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out,
+                        int threads) const;
 
   // Few queries over many image rows without projecting the image side: per head
   // h, q_h k_h^T = (q_h Wk_h) x^T + a constant per query (which softmax drops), and

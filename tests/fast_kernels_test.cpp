@@ -2,6 +2,7 @@
 // wrapper, the buffer pool) against plain references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -9,11 +10,13 @@
 #include "random_tensor.h"
 #include "core/error.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_gemm.h"
 #include "kernels/buffer_pool.h"
 #include "kernels/gemm.h"
 #include "kernels/interpolate.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/simd.h"
 #include "kernels/softmax.h"
 #include "kernels/attention.h"
 #include "kernels/window.h"
@@ -53,6 +56,31 @@ TEST(FastKernels, SoftmaxEveryPathMatchesReference) {
           EXPECT_NEAR(actual[i], expected[i], 4e-6 * expected[i] + 1e-9) << simd_level_name(level) << " " << cols;
         }
         for (int64_t c = cols; c < cols + 3; ++c) EXPECT_EQ(actual[r * (cols + 3) + c], x[r * (cols + 3) + c]);
+      }
+    }
+  }
+}
+
+TEST(FastKernels, ExpRowsToBf16EveryPathMatchesReference) {
+  for (const int64_t cols : {1, 7, 16, 33, 4096}) {
+    const Tensor x = random_tensor({5, cols + 3}, 6, 30.0f);
+    for (SimdLevel level : available_levels()) {
+      std::vector<uint16_t> out(static_cast<size_t>(5 * (cols + 1)), 0xABCD);
+      std::vector<float> sums(5);
+      exp_rows_to_bf16(x.data(), 5, cols, cols + 3, out.data(), cols + 1, sums.data(), level);
+      for (int64_t r = 0; r < 5; ++r) {
+        const float* row = x.data() + r * (cols + 3);
+        const double max = *std::max_element(row, row + cols);
+        double sum = 0.0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double e = std::exp(row[c] - max);
+          sum += e;
+          // The float e^x is within 2 ulp, then rounded to 8 bits of mantissa.
+          EXPECT_NEAR(simd::from_bf16(out[static_cast<size_t>(r * (cols + 1) + c)]), e, e * (1.0 / 256 + 1e-6))
+              << simd_level_name(level) << " " << cols;
+        }
+        EXPECT_NEAR(sums[static_cast<size_t>(r)], sum, 4e-6 * sum) << simd_level_name(level) << " " << cols;
+        EXPECT_EQ(out[static_cast<size_t>(r * (cols + 1) + cols)], 0xABCD) << "wrote past cols";
       }
     }
   }
@@ -228,6 +256,46 @@ TEST(FastKernels, AttentionMatchesReferenceAcrossQueryBlocks) {
     }
     EXPECT_LE(worst, 2e-6) << nq << " queries, " << nk << " keys";
     EXPECT_LE(worst_serial, 2e-6) << nq << " queries, " << nk << " keys";
+  }
+}
+
+TEST(FastKernels, AttentionWithBf16ValuesStaysWithinBf16Rounding) {
+  if (!bf16_gemm_supported()) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  // Probabilities and values are each rounded by at most 2^-9 relative, so with
+  // |v| <= 1 every output is within 2^-8 (+ float accumulation) of the exact one.
+  for (auto [nq, nk] : {std::pair<int64_t, int64_t>{300, 257}, {1, 5}, {129, 1000}}) {
+    const int64_t heads = 2, head_dim = 24, width = heads * head_dim;
+    const Tensor qkv = random_tensor({std::max(nq, nk), 3 * width}, 32);
+    AttentionArgs a;
+    a.nq = nq;
+    a.nk = nk;
+    a.heads = heads;
+    a.head_dim = head_dim;
+    a.q = qkv.data();
+    a.k = qkv.data() + width;
+    a.v = qkv.data() + 2 * width;
+    a.ldq = a.ldk = a.ldv = 3 * width;
+    a.ldo = width;
+    a.scale = 0.35f;
+    Tensor reference({nq, width}), exact({nq, width}), fast({nq, width}), serial({nq, width});
+    a.out = reference.data();
+    attention_reference(a);
+    a.out = exact.data();
+    attention(a);
+    a.bf16_values = true;
+    a.out = fast.data();
+    attention(a);
+    a.out = serial.data();
+    attention_serial(a);
+    double worst = 0.0, worst_serial = 0.0, moved = 0.0;
+    for (int64_t i = 0; i < nq * width; ++i) {
+      worst = std::max(worst, std::abs(double(fast[i]) - reference[i]));
+      worst_serial = std::max(worst_serial, std::abs(double(serial[i]) - reference[i]));
+      moved = std::max(moved, std::abs(double(fast[i]) - exact[i]));
+    }
+    EXPECT_LE(worst, 1.0 / 256 + 1e-6) << nq << " queries, " << nk << " keys";
+    EXPECT_LE(worst_serial, 1.0 / 256 + 1e-6) << nq << " queries, " << nk << " keys";
+    EXPECT_GT(moved, 0.0) << "the bf16 path was not taken";
   }
 }
 

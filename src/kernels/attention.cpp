@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
+#include "kernels/bf16_gemm.h"
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
 
@@ -13,16 +15,36 @@ namespace {
 
 constexpr int64_t kQueryBlock = 128;
 
-// Scratch of one thread: a block of scores and of scaled queries.
+// Scratch of one thread: a block of scores (and their bfloat16 copy) and of
+// scaled queries.
 struct AttentionScratch {
-  std::vector<float> scores, scaled_q;
-  explicit AttentionScratch(const AttentionArgs& a)
+  std::vector<float> scores, scaled_q, sums;
+  std::vector<uint16_t> numerators;
+  explicit AttentionScratch(const AttentionArgs& a, bool bf16_values)
       : scores(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.nk)),
-        scaled_q(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.head_dim)) {}
+        scaled_q(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.head_dim)),
+        sums(static_cast<size_t>(kQueryBlock)),
+        numerators(bf16_values ? scores.size() : 0) {}
 };
 
-// Head h, queries [q0, q0 + kQueryBlock).
-void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratch& scratch) {
+// The values of every head packed for gemm_bf16_packed, head after head.
+struct PackedValues {
+  std::vector<uint16_t> pairs;
+  int64_t per_head = 0;
+
+  PackedValues(const AttentionArgs& a, bool parallel)
+      : pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.nk, a.head_dim))),
+        per_head(bf16_pairs_size(a.nk, a.head_dim)) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t h = 0; h < a.heads; ++h) {
+      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim, pairs.data() + h * per_head);
+    }
+  }
+};
+
+// Head h, queries [q0, q0 + kQueryBlock); `values` when P v runs in bfloat16.
+void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratch& scratch,
+                  const PackedValues* values) {
   const int64_t rows = std::min(kQueryBlock, a.nq - q0);
   float* scaled_q = scratch.scaled_q.data();
   float* scores = scratch.scores.data();
@@ -33,29 +55,47 @@ void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratc
   }
   gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q, .lda = a.head_dim, .b = a.k + h * a.head_dim,
         .ldb = a.ldk, .b_transposed = true, .c = scores, .ldc = a.nk});
+  if (values) {
+    // softmax(s) v = (exp(s - max) v) / sum: the division moves after the product.
+    exp_rows_to_bf16(scores, rows, a.nk, a.nk, scratch.numerators.data(), a.nk, scratch.sums.data());
+    float* out = a.out + q0 * a.ldo + h * a.head_dim;
+    gemm_bf16_packed(scratch.numerators.data(), a.nk, rows, a.nk, values->pairs.data() + h * values->per_head,
+                     a.head_dim, out, a.ldo);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float inv = 1.0f / scratch.sums[static_cast<size_t>(i)];
+      for (int64_t d = 0; d < a.head_dim; ++d) out[i * a.ldo + d] *= inv;
+    }
+    return;
+  }
   softmax_rows(scores, rows, a.nk, a.nk);
   gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores, .lda = a.nk, .b = a.v + h * a.head_dim, .ldb = a.ldv,
         .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
 }
 
+bool values_in_bf16(const AttentionArgs& a) { return a.bf16_values && bf16_gemm_supported(); }
+
 }  // namespace
 
 void attention(const AttentionArgs& a) {
   const int64_t blocks = (a.nq + kQueryBlock - 1) / kQueryBlock;
+  const bool bf16 = values_in_bf16(a);
+  const std::unique_ptr<PackedValues> values = bf16 ? std::make_unique<PackedValues>(a, true) : nullptr;
 #pragma omp parallel
   {
-    AttentionScratch scratch(a);
+    AttentionScratch scratch(a, bf16);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t h = 0; h < a.heads; ++h) {
-      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch);
+      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch, values.get());
     }
   }
 }
 
 void attention_serial(const AttentionArgs& a) {
-  AttentionScratch scratch(a);
+  const bool bf16 = values_in_bf16(a);
+  const std::unique_ptr<PackedValues> values = bf16 ? std::make_unique<PackedValues>(a, false) : nullptr;
+  AttentionScratch scratch(a, bf16);
   for (int64_t h = 0; h < a.heads; ++h) {
-    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch);
+    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch, values.get());
   }
 }
 

@@ -20,6 +20,9 @@ struct AttentionArgs {
   float* out = nullptr;
   int64_t ldo = 0;
   float scale = 1.0f;
+  // The probabilities-times-values product in bfloat16 (both rounded, float32
+  // accumulation) where the CPU has AVX512_BF16; the scores stay float32.
+  bool bf16_values = false;
 };
 
 void attention(const AttentionArgs& args);

@@ -1,7 +1,9 @@
 #include "kernels/softmax.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 // Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -38,6 +40,58 @@ template <int Lanes>
   const float inv = 1.0f / total;
   for (int64_t i = 0; i < vec_end; i += Lanes) simd::store(x + i, simd::load<V>(x + i) * inv);
   for (int64_t i = vec_end; i < n; ++i) x[i] *= inv;
+}
+
+// Round to nearest even of finite floats, lane-wise (simd::to_bf16 without the
+// NaN case: exponentials of finite scores are finite).
+template <class VI>
+[[gnu::always_inline]] inline VI bf16_bits(VI bits) {
+  return (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline float exp_row_to_bf16(const float* x, int64_t n, uint16_t* out) {
+  using V = typename simd::Types<Lanes>::F;
+  using VI = typename simd::Types<Lanes>::I;
+  const int64_t vec_end = n / Lanes * Lanes;
+  float max = -INFINITY;
+  if (vec_end > 0) {
+    V m = simd::load<V>(x);
+    for (int64_t i = Lanes; i < vec_end; i += Lanes) m = simd::max(m, simd::load<V>(x + i));
+    max = simd::reduce_max(m);
+  }
+  for (int64_t i = vec_end; i < n; ++i) max = std::max(max, x[i]);
+  V sum = V{};
+  for (int64_t i = 0; i < vec_end; i += Lanes) {
+    const V e = simd::exp<V, VI>(simd::load<V>(x + i) - max);
+    sum += e;
+    using Narrow [[gnu::vector_size(Lanes * 2)]] = uint16_t;
+    const Narrow rounded = __builtin_convertvector(bf16_bits(std::bit_cast<VI>(e)), Narrow);
+    std::memcpy(out + i, &rounded, sizeof rounded);
+  }
+  float total = simd::reduce_add(sum);
+  for (int64_t i = vec_end; i < n; ++i) {
+    const float e = simd::exp<V, VI>(simd::splat<V>(x[i] - max))[0];
+    total += e;
+    out[i] = simd::to_bf16(e);
+  }
+  return total;
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void exp_to_bf16_avx512(const float* x, int64_t rows, int64_t cols,
+                                                                     int64_t ld, uint16_t* out, int64_t ldo,
+                                                                     float* sums) {
+  for (int64_t r = 0; r < rows; ++r) sums[r] = exp_row_to_bf16<16>(x + r * ld, cols, out + r * ldo);
+}
+
+[[gnu::target("avx2,fma")]] void exp_to_bf16_avx2(const float* x, int64_t rows, int64_t cols, int64_t ld,
+                                                   uint16_t* out, int64_t ldo, float* sums) {
+  for (int64_t r = 0; r < rows; ++r) sums[r] = exp_row_to_bf16<8>(x + r * ld, cols, out + r * ldo);
+}
+
+void exp_to_bf16_baseline(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
+                          float* sums) {
+  for (int64_t r = 0; r < rows; ++r) sums[r] = exp_row_to_bf16<4>(x + r * ld, cols, out + r * ldo);
 }
 
 // Shift each group by its max (scalar: groups are short), one vector e^x over
@@ -106,6 +160,20 @@ void softmax_groups(float* x, int64_t groups, int64_t group, SimdLevel level) {
     case SimdLevel::avx2: return softmax_groups_avx2(x, groups, group);
     case SimdLevel::baseline: return softmax_groups_baseline(x, groups, group);
   }
+}
+
+void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
+                      float* sums, SimdLevel level) {
+  switch (std::min(level, best_simd_level())) {
+    case SimdLevel::avx512: return exp_to_bf16_avx512(x, rows, cols, ld, out, ldo, sums);
+    case SimdLevel::avx2: return exp_to_bf16_avx2(x, rows, cols, ld, out, ldo, sums);
+    case SimdLevel::baseline: return exp_to_bf16_baseline(x, rows, cols, ld, out, ldo, sums);
+  }
+}
+
+void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
+                      float* sums) {
+  exp_rows_to_bf16(x, rows, cols, ld, out, ldo, sums, best_simd_level());
 }
 
 void softmax_groups(float* x, int64_t groups, int64_t group) { softmax_groups(x, groups, group, best_simd_level()); }

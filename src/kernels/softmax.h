@@ -18,6 +18,14 @@ void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel le
 void softmax_groups(float* x, int64_t groups, int64_t group);
 void softmax_groups(float* x, int64_t groups, int64_t group, SimdLevel level);
 
+// The numerators of a row softmax, for a product that divides afterwards:
+// out[r, :] = bfloat16(exp(x[r, :] - max_r)) (round to nearest even) and
+// sums[r] = the float32 sum of the unrounded exponentials. x is not modified.
+void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
+                      float* sums);
+void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
+                      float* sums, SimdLevel level);
+
 // Double-precision reference.
 void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld);
 

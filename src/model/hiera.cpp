@@ -70,7 +70,8 @@ GemmInput as_gemm_input(const Tensor& x, Precision precision, BufferPool& pool) 
 // Scaled dot-product attention over the whole grid. `qkv` [1, h, w, 3*C] holds
 // per token (q | k | v), each `heads` x C/heads; `pooled_q` [1, h', w', C], when
 // given, replaces the q of qkv. Writes `out` [h', w', C].
-void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Tensor& out) {
+// In bf16 precision the probabilities-times-values product runs in bfloat16.
+void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Precision precision, Tensor& out) {
   ScopedStage stage("attention (global)");
   const int64_t keys = qkv.dim(1) * qkv.dim(2), width = qkv.dim(3) / 3;
   const bool pooled = !pooled_q.empty();
@@ -88,6 +89,7 @@ void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Tenso
   args.out = out.data();
   args.ldo = width;
   args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(args.head_dim)));
+  args.bf16_values = precision == Precision::bf16;
   sam2rt::attention(args);
 }
 
@@ -154,7 +156,7 @@ Tensor HieraTrunk::attention(const Tensor& qkv_grid, size_t index) const {
     pooled_q = pool_->tensor({1, out_height, out_width, spec.dim_out});
     max_pool2x2_into(windows, 0, spec.dim_out, pooled_q);
   }
-  attend_globally(windows, pooled_q, spec.heads, attended);
+  attend_globally(windows, pooled_q, spec.heads, precision_, attended);
   return attended;
 }
 

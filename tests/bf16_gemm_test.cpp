@@ -45,6 +45,22 @@ TEST(Bf16Gemm, MatchesDoubleProductOfRoundedInputs) {
   }
 }
 
+TEST(Bf16Gemm, TransposedPackingEqualsPackingTheTranspose) {
+  for (const int64_t k : {1, 6, 7}) {
+    for (const int64_t n : {1, 17, 40}) {
+      const Tensor bt = random_tensor({n, k + 2}, 4);
+      Tensor b({k, n});
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) b[p * n + j] = bt[j * (k + 2) + p];
+      std::vector<uint16_t> direct(static_cast<size_t>(bf16_pairs_size(k, n)), 1);
+      std::vector<uint16_t> transposed(direct.size(), 2);
+      pack_bf16_pairs(b.data(), n, k, n, direct.data());
+      pack_bf16_pairs_transposed(bt.data(), k + 2, k, n, transposed.data());
+      EXPECT_EQ(direct, transposed) << k << "x" << n;
+    }
+  }
+}
+
 TEST(Bf16Gemm, RoundsLikeTheScalarConversion) {
   if (!bf16_gemm_supported()) GTEST_SKIP() << "this CPU has no AVX512_BF16";
   const Tensor x = random_tensor({1000}, 3, 100.0f);

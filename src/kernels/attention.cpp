@@ -15,36 +15,42 @@ namespace {
 
 constexpr int64_t kQueryBlock = 128;
 
-// Scratch of one thread: a block of scores (and their bfloat16 copy) and of
-// scaled queries.
+// Scratch of one thread: a block of scores and of scaled queries, and their
+// bfloat16 forms.
 struct AttentionScratch {
   std::vector<float> scores, scaled_q, sums;
-  std::vector<uint16_t> numerators;
-  explicit AttentionScratch(const AttentionArgs& a, bool bf16_values)
+  std::vector<uint16_t> numerators, q16;
+  explicit AttentionScratch(const AttentionArgs& a, bool bf16_products)
       : scores(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.nk)),
         scaled_q(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.head_dim)),
         sums(static_cast<size_t>(kQueryBlock)),
-        numerators(bf16_values ? scores.size() : 0) {}
+        numerators(bf16_products ? scores.size() : 0), q16(bf16_products ? scaled_q.size() : 0) {}
 };
 
-// The values of every head packed for gemm_bf16_packed, head after head.
-struct PackedValues {
-  std::vector<uint16_t> pairs;
-  int64_t per_head = 0;
+// Keys (as k^T) and values of every head packed for gemm_bf16_packed, head
+// after head.
+struct PackedKeysValues {
+  std::vector<uint16_t> key_pairs, value_pairs;
+  int64_t keys_per_head = 0, values_per_head = 0;
 
-  PackedValues(const AttentionArgs& a, bool parallel)
-      : pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.nk, a.head_dim))),
-        per_head(bf16_pairs_size(a.nk, a.head_dim)) {
+  PackedKeysValues(const AttentionArgs& a, bool parallel)
+      : key_pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.head_dim, a.nk))),
+        value_pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.nk, a.head_dim))),
+        keys_per_head(bf16_pairs_size(a.head_dim, a.nk)),
+        values_per_head(bf16_pairs_size(a.nk, a.head_dim)) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t h = 0; h < a.heads; ++h) {
-      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim, pairs.data() + h * per_head);
+      pack_bf16_pairs_transposed(a.k + h * a.head_dim, a.ldk, a.head_dim, a.nk,
+                                 key_pairs.data() + h * keys_per_head);
+      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim, value_pairs.data() + h * values_per_head);
     }
   }
 };
 
-// Head h, queries [q0, q0 + kQueryBlock); `values` when P v runs in bfloat16.
+// Head h, queries [q0, q0 + kQueryBlock); both products in bfloat16 when
+// `packed` is given.
 void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratch& scratch,
-                  const PackedValues* values) {
+                  const PackedKeysValues* packed) {
   const int64_t rows = std::min(kQueryBlock, a.nq - q0);
   float* scaled_q = scratch.scaled_q.data();
   float* scores = scratch.scores.data();
@@ -53,49 +59,52 @@ void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratc
     const float* src = a.q + (q0 + i) * a.ldq + h * a.head_dim;
     for (int64_t d = 0; d < a.head_dim; ++d) scaled_q[i * a.head_dim + d] = src[d] * a.scale;
   }
-  gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q, .lda = a.head_dim, .b = a.k + h * a.head_dim,
-        .ldb = a.ldk, .b_transposed = true, .c = scores, .ldc = a.nk});
-  if (values) {
+  if (packed) {
+    round_to_bf16(scaled_q, rows * a.head_dim, scratch.q16.data());
+    gemm_bf16_packed(scratch.q16.data(), a.head_dim, rows, a.head_dim,
+                     packed->key_pairs.data() + h * packed->keys_per_head, a.nk, scores, a.nk);
     // softmax(s) v = (exp(s - max) v) / sum: the division moves after the product.
     exp_rows_to_bf16(scores, rows, a.nk, a.nk, scratch.numerators.data(), a.nk, scratch.sums.data());
     float* out = a.out + q0 * a.ldo + h * a.head_dim;
-    gemm_bf16_packed(scratch.numerators.data(), a.nk, rows, a.nk, values->pairs.data() + h * values->per_head,
-                     a.head_dim, out, a.ldo);
+    gemm_bf16_packed(scratch.numerators.data(), a.nk, rows, a.nk,
+                     packed->value_pairs.data() + h * packed->values_per_head, a.head_dim, out, a.ldo);
     for (int64_t i = 0; i < rows; ++i) {
       const float inv = 1.0f / scratch.sums[static_cast<size_t>(i)];
       for (int64_t d = 0; d < a.head_dim; ++d) out[i * a.ldo + d] *= inv;
     }
     return;
   }
+  gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q, .lda = a.head_dim, .b = a.k + h * a.head_dim,
+        .ldb = a.ldk, .b_transposed = true, .c = scores, .ldc = a.nk});
   softmax_rows(scores, rows, a.nk, a.nk);
   gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores, .lda = a.nk, .b = a.v + h * a.head_dim, .ldb = a.ldv,
         .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
 }
 
-bool values_in_bf16(const AttentionArgs& a) { return a.bf16_values && bf16_gemm_supported(); }
+bool products_in_bf16(const AttentionArgs& a) { return a.bf16_products && bf16_gemm_supported(); }
 
 }  // namespace
 
 void attention(const AttentionArgs& a) {
   const int64_t blocks = (a.nq + kQueryBlock - 1) / kQueryBlock;
-  const bool bf16 = values_in_bf16(a);
-  const std::unique_ptr<PackedValues> values = bf16 ? std::make_unique<PackedValues>(a, true) : nullptr;
+  const bool bf16 = products_in_bf16(a);
+  const std::unique_ptr<PackedKeysValues> packed = bf16 ? std::make_unique<PackedKeysValues>(a, true) : nullptr;
 #pragma omp parallel
   {
     AttentionScratch scratch(a, bf16);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t h = 0; h < a.heads; ++h) {
-      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch, values.get());
+      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch, packed.get());
     }
   }
 }
 
 void attention_serial(const AttentionArgs& a) {
-  const bool bf16 = values_in_bf16(a);
-  const std::unique_ptr<PackedValues> values = bf16 ? std::make_unique<PackedValues>(a, false) : nullptr;
+  const bool bf16 = products_in_bf16(a);
+  const std::unique_ptr<PackedKeysValues> packed = bf16 ? std::make_unique<PackedKeysValues>(a, false) : nullptr;
   AttentionScratch scratch(a, bf16);
   for (int64_t h = 0; h < a.heads; ++h) {
-    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch, values.get());
+    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch, packed.get());
   }
 }
 

@@ -20,9 +20,10 @@ struct AttentionArgs {
   float* out = nullptr;
   int64_t ldo = 0;
   float scale = 1.0f;
-  // The probabilities-times-values product in bfloat16 (both rounded, float32
-  // accumulation) where the CPU has AVX512_BF16; the scores stay float32.
-  bool bf16_values = false;
+  // Both products, q k^T and probabilities times v, in bfloat16 (operands
+  // rounded to nearest even, float32 accumulation and softmax) where the CPU
+  // has AVX512_BF16; float32 elsewhere.
+  bool bf16_products = false;
 };
 
 void attention(const AttentionArgs& args);

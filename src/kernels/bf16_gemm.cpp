@@ -117,6 +117,19 @@ void pack_bf16_pairs(const float* b, int64_t ldb, int64_t k, int64_t n, uint16_t
   }
 }
 
+void pack_bf16_pairs_transposed(const float* bt, int64_t ldbt, int64_t k, int64_t n, uint16_t* packed) {
+  const int64_t n_padded = bf16_pairs_padded_n(n), pairs = (k + 1) / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    uint16_t* out = packed + p * n_padded * 2;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* row = bt + j * ldbt;
+      out[2 * j] = simd::to_bf16(row[2 * p]);
+      out[2 * j + 1] = 2 * p + 1 < k ? simd::to_bf16(row[2 * p + 1]) : 0;
+    }
+    std::fill(out + 2 * n, out + 2 * n_padded, static_cast<uint16_t>(0));
+  }
+}
+
 void gemm_bf16_packed(const uint16_t* a, int64_t lda, int64_t m, int64_t k, const uint16_t* packed_b, int64_t n,
                       float* c, int64_t ldc) {
   const int64_t n_padded = bf16_pairs_padded_n(n), vectors = n_padded / kLanes;

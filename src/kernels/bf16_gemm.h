@@ -24,6 +24,10 @@ int64_t bf16_pairs_size(int64_t k, int64_t n);
 // b [k, n] float32 with row stride ldb -> packed bfloat16 (round to nearest even).
 void pack_bf16_pairs(const float* b, int64_t ldb, int64_t k, int64_t n, uint16_t* packed);
 
+// The same packing of b given as its transpose bt [n, k] (row stride ldbt): the
+// keys of attention's scores, whose pairs along k are neighbours in a row.
+void pack_bf16_pairs_transposed(const float* bt, int64_t ldbt, int64_t k, int64_t n, uint16_t* packed);
+
 // c[m, n] (row stride ldc) = a[m, k] (bfloat16, row stride lda; exactly k values
 // of each row are read) times the packed b. Needs bf16_gemm_supported().
 void gemm_bf16_packed(const uint16_t* a, int64_t lda, int64_t m, int64_t k, const uint16_t* packed_b, int64_t n,

@@ -70,7 +70,7 @@ GemmInput as_gemm_input(const Tensor& x, Precision precision, BufferPool& pool) 
 // Scaled dot-product attention over the whole grid. `qkv` [1, h, w, 3*C] holds
 // per token (q | k | v), each `heads` x C/heads; `pooled_q` [1, h', w', C], when
 // given, replaces the q of qkv. Writes `out` [h', w', C].
-// In bf16 precision the probabilities-times-values product runs in bfloat16.
+// In bf16 precision both attention products run in bfloat16.
 void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Precision precision, Tensor& out) {
   ScopedStage stage("attention (global)");
   const int64_t keys = qkv.dim(1) * qkv.dim(2), width = qkv.dim(3) / 3;
@@ -89,7 +89,7 @@ void attend_globally(const Tensor& qkv, const Tensor& pooled_q, int heads, Preci
   args.out = out.data();
   args.ldo = width;
   args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(args.head_dim)));
-  args.bf16_values = precision == Precision::bf16;
+  args.bf16_products = precision == Precision::bf16;
   sam2rt::attention(args);
 }
 

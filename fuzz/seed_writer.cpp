@@ -1,14 +1,10 @@
 // Writes the small seed corpora of the fuzz targets into fuzz/corpus/<target>/
 // (run by fuzz/make_seeds.sh). Every seed is a valid input of its parser, so
 // the fuzzer starts from the accepted paths and mutates outwards.
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
-#include <png.h>
-
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,11 +14,18 @@
 #include "io/image.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
+#include "test_image_writer.h"
 #include "test_zip_builder.h"
 
 namespace {
 
 using sam2rt::testing::Bytes;
+using sam2rt::testing::encode_test_jpeg;
+using sam2rt::testing::encode_test_png_rows;
+using sam2rt::testing::exif_with_orientation;
+using sam2rt::testing::JpegSpec;
+using sam2rt::testing::png_channels;
+using sam2rt::testing::PngSpec;
 using sam2rt::testing::to_bytes;
 using sam2rt::testing::ZipBuilder;
 
@@ -205,82 +208,45 @@ void write_safetensors_seeds() {
 // ---------------------------------------------------------------------------
 // images
 
-void png_append(png_structp png, png_bytep data, size_t length) {
-  auto* out = static_cast<Bytes*>(png_get_io_ptr(png));
-  out->insert(out->end(), data, data + length);
-}
-void png_flush(png_structp) {}
-
+// Rows of raw bytes (i * 37 + y * 11): any byte is a valid row of samples, and
+// every 2-bit palette index is < 4, the palette's size.
 Bytes encode_png(int width, int height, int bit_depth, int color_type, bool interlaced) {
-  Bytes out;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  if (setjmp(png_jmpbuf(png))) {
-    std::fprintf(stderr, "libpng failed to write a seed\n");
-    std::exit(1);
-  }
-  png_set_write_fn(png, &out, png_append, png_flush);
-  png_set_IHDR(png, info, width, height, bit_depth, color_type,
-               interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  std::vector<png_color> palette;
+  PngSpec spec;
+  spec.width = width;
+  spec.height = height;
+  spec.bit_depth = bit_depth;
+  spec.color_type = color_type;
+  spec.interlaced = interlaced;
   if (color_type == PNG_COLOR_TYPE_PALETTE) {
     for (int i = 0; i < 4; ++i) {
-      palette.push_back({static_cast<png_byte>(60 * i), static_cast<png_byte>(255 - 60 * i), 90});
+      spec.palette.push_back({static_cast<png_byte>(60 * i), static_cast<png_byte>(255 - 60 * i), 90});
     }
-    png_set_PLTE(png, info, palette.data(), static_cast<int>(palette.size()));
-    png_byte alpha[2] = {0, 128};
-    png_set_tRNS(png, info, alpha, 2, nullptr);
+    spec.palette_alpha = {0, 128};
   }
-  const int channels = png_get_channels(png, info);
-  const size_t row_bytes = (static_cast<size_t>(width) * channels * bit_depth + 7) / 8;
+  const size_t row_bytes = (static_cast<size_t>(width) * png_channels(color_type) * bit_depth + 7) / 8;
   std::vector<Bytes> rows(static_cast<size_t>(height), Bytes(row_bytes));
-  std::vector<png_bytep> pointers;
   for (int y = 0; y < height; ++y) {
-    for (size_t i = 0; i < row_bytes; ++i) {
-      rows[y][i] = static_cast<uint8_t>(i * 37 + y * 11);  // every 2-bit palette index is < 4
-    }
-    pointers.push_back(rows[y].data());
+    for (size_t i = 0; i < row_bytes; ++i) rows[y][i] = static_cast<uint8_t>(i * 37 + y * 11);
   }
-  png_set_rows(png, info, pointers.data());
-  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
-  png_destroy_write_struct(&png, &info);
-  return out;
+  return encode_test_png_rows(spec, std::move(rows));
 }
 
-Bytes exif_orientation(int orientation) {
-  return {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0,
-          static_cast<uint8_t>(orientation), 0, 0, 0, 0, 0, 0, 0};
-}
-
+// Quality 75 and the colour space libjpeg picks for the input: its defaults.
 Bytes encode_jpeg(int width, int height, int components, J_COLOR_SPACE space, bool progressive, const Bytes& exif) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr errors{};
-  cinfo.err = jpeg_std_error(&errors);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buffer, &size);
-  cinfo.image_width = width;
-  cinfo.image_height = height;
-  cinfo.input_components = components;
-  cinfo.in_color_space = space;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 75, TRUE);
-  if (progressive) jpeg_simple_progression(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  if (!exif.empty()) jpeg_write_marker(&cinfo, JPEG_APP0 + 1, exif.data(), static_cast<unsigned>(exif.size()));
-  Bytes row(static_cast<size_t>(width) * components);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(i * 29 + cinfo.next_scanline * 13);
-    JSAMPROW pointer = row.data();
-    jpeg_write_scanlines(&cinfo, &pointer, 1);
+  JpegSpec spec;
+  spec.width = width;
+  spec.height = height;
+  spec.components = components;
+  spec.in_color_space = space;
+  spec.jpeg_color_space = space == JCS_RGB ? JCS_YCbCr : space;
+  spec.quality = 75;
+  spec.progressive = progressive;
+  spec.exif = exif;
+  const size_t row_size = static_cast<size_t>(width) * components;
+  for (int y = 0; y < height; ++y) {
+    for (size_t i = 0; i < row_size; ++i) spec.pixels.push_back(static_cast<uint8_t>(i * 29 + y * 13));
   }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  Bytes out(buffer, buffer + size);
-  std::free(buffer);
-  return out;
+  return encode_test_jpeg(spec);
 }
 
 void write_image_seeds() {
@@ -293,7 +259,7 @@ void write_image_seeds() {
   write_seed(t, "palette2.png", encode_png(6, 6, 2, PNG_COLOR_TYPE_PALETTE, false));
   write_seed(t, "one_by_three.png", encode_png(1, 3, 8, PNG_COLOR_TYPE_RGB, false));
   write_seed(t, "gray.jpg", encode_jpeg(8, 8, 1, JCS_GRAYSCALE, false, {}));
-  write_seed(t, "rgb_exif6.jpg", encode_jpeg(17, 9, 3, JCS_RGB, false, exif_orientation(6)));
+  write_seed(t, "rgb_exif6.jpg", encode_jpeg(17, 9, 3, JCS_RGB, false, exif_with_orientation(6, false)));
   write_seed(t, "rgb_progressive.jpg", encode_jpeg(16, 16, 3, JCS_RGB, true, {}));
   write_seed(t, "cmyk.jpg", encode_jpeg(8, 4, 4, JCS_CMYK, false, {}));
 }
@@ -322,9 +288,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   corpus_root = argv[1];
-  write_checkpoint_seeds();
-  write_safetensors_seeds();
-  write_image_seeds();
-  write_prompt_seeds();
+  try {
+    write_checkpoint_seeds();
+    write_safetensors_seeds();
+    write_image_seeds();
+    write_prompt_seeds();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cannot write the seeds: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

@@ -127,6 +127,64 @@ TEST(Cli, MaskInputFromEarlierLogitsReproducesGolden) {
   EXPECT_LE(compare_tensors(ours.tensors.at("masks"), golden.tensors.at("p5_point_mask.mm.masks")).max_abs_err, 1e-4);
 }
 
+std::vector<std::string> micro_encode(const ScratchDir& s, const std::string& out, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"encode", "--model", micro_pt(), "--config", micro_yaml(),
+                                   "--image", micro_image(), "--out", s.file(out), "--decoder-ready"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// A features file says which arithmetic made it; bf16 really changes the numbers.
+TEST(Cli, EncodeRecordsPrecisionInMetadata) {
+  ScratchDir s("precision_meta");
+  CliResult r = run_cli(micro_encode(s, "fp32.safetensors", {}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_encode(s, "bf16.safetensors", {"--precision", "bf16"}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const SafetensorsFile fp32 = read_safetensors(s.file("fp32.safetensors"));
+  const SafetensorsFile bf16 = read_safetensors(s.file("bf16.safetensors"));
+  EXPECT_EQ(fp32.metadata.at("precision"), "fp32");
+  EXPECT_EQ(bf16.metadata.at("precision"), "bf16");
+  EXPECT_GT(compare_tensors(bf16.tensors.at("image_embed"), fp32.tensors.at("image_embed")).max_abs_err, 0.0);
+
+  // segment reuses the bf16 features; a second --precision would not apply to them.
+  r = run_cli(micro_segment(s, {"--point", "110,41", "--features", s.file("bf16.safetensors")}), s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_segment(s, {"--point", "110,41", "--features", s.file("bf16.safetensors"), "--precision", "bf16"}),
+              s);
+  expect_error(r, "--precision");
+}
+
+TEST(Cli, UnknownPrecisionIsAUsageError) {
+  ScratchDir s("precision_bad");
+  for (const auto& args : {micro_encode(s, "f.safetensors", {"--precision", "fp16"}),
+                           micro_segment(s, {"--point", "110,41", "--precision", "fp16"})}) {
+    SCOPED_TRACE(args[0]);
+    const CliResult r = run_cli(args, s);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    expect_error(r, "--precision: fp16 not in {fp32,bf16}");
+    EXPECT_FALSE(std::filesystem::exists(s.file("f.safetensors")));
+    EXPECT_FALSE(std::filesystem::exists(s.file("mask.png")));
+  }
+}
+
+// A bf16 run writes its mask like an fp32 one, from logits that are not the fp32 ones.
+TEST(Cli, SegmentBf16WritesAMask) {
+  ScratchDir s("precision_segment");
+  CliResult r = run_cli(
+      micro_segment(s, {"--point", "110,41", "--precision", "bf16", "--logits", s.file("bf16.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RgbImage mask = decode_image_file(s.file("mask.png"));
+  EXPECT_EQ(mask.width, 288);
+  EXPECT_EQ(mask.height, 112);
+  r = run_cli(micro_segment(s, {"--point", "110,41", "--logits", s.file("fp32.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor bf16 = read_safetensors(s.file("bf16.safetensors")).tensors.at("masks");
+  const Tensor fp32 = read_safetensors(s.file("fp32.safetensors")).tensors.at("masks");
+  ASSERT_EQ(bf16.shape(), fp32.shape());
+  EXPECT_GT(compare_tensors(bf16, fp32).max_abs_err, 0.0);
+}
+
 // Issue acceptance: one tiny prompt end to end from the photo, through the CLI.
 TEST(CliTiny, BoxAndPointFromPhotoMatchesGolden) {
   ScratchDir s("tinyseg");

@@ -17,6 +17,7 @@
 #include "model/config.h"
 #include "model/features.h"
 #include "model/prompt.h"
+#include "model/sam_heads.h"
 #include "model/synthetic_weights.h"
 #include "test_paths.h"
 
@@ -129,6 +130,75 @@ inline Tensor vector_tensor(const std::vector<float>& v) {
   Tensor t({static_cast<int64_t>(v.size())});
   std::copy(v.begin(), v.end(), t.begin());
   return t;
+}
+
+// Thresholded masks (logit > 0) against a golden mask PNG (the masks stacked
+// vertically). A pixel that differs counts only where `clear_of_threshold(i)`:
+// float noise may flip a logit that lies within the tolerance of 0.
+template <typename ClearOfThreshold>
+void expect_thresholded_masks_match(const Tensor& masks, const std::string& png_path,
+                                    ClearOfThreshold clear_of_threshold) {
+  const PngImage png = read_png(png_path, 1);
+  ASSERT_EQ(png.width, masks.dim(2));
+  ASSERT_EQ(png.height, masks.dim(0) * masks.dim(1));
+  int64_t differing = 0, positive = 0;
+  for (int64_t i = 0; i < masks.numel(); ++i) {
+    const bool theirs = png.pixels[static_cast<size_t>(i)] != 0;
+    positive += theirs;
+    if ((masks[i] > 0.0f) != theirs && clear_of_threshold(i)) ++differing;
+  }
+  EXPECT_EQ(differing, 0) << png_path;
+  EXPECT_GT(positive, 0) << png_path << " has no foreground; the comparison would be vacuous";
+}
+
+struct DecoderTolerances {
+  double logit = 0;  // embeddings and mask logits
+  double score = 0;  // IoU predictions and the object score
+};
+
+// One golden run (a prompt with multimask on or off) of a case.
+struct GoldenRun {
+  const GoldenPrompt& prompt;
+  const nlohmann::json& run;
+  std::string key_prefix;  // its golden keys: <key_prefix>.masks, ...
+  bool multimask = false;
+};
+
+// Predicts every golden run of a case and checks what all cases store alike:
+// sparse embeddings, IoU and object scores, the best mask, and which mask
+// token was returned (multimask: 1..3; single: token 0 if stable, else the
+// best multimask token). `case_checks(run, prediction)` then checks what each
+// case stores its own way (full or decimated logits, masks). Returns the
+// number of runs.
+template <typename CaseChecks>
+int expect_golden_runs_match(const DecoderCase& c, const SamHeads& heads, DecoderTolerances tolerance,
+                             CaseChecks case_checks) {
+  int runs = 0;
+  for (const auto& g : c.prompts) {
+    for (const auto& run : g.runs) {
+      const GoldenRun r{g, run, run["key_prefix"].get<std::string>(), run["multimask_output"].get<bool>()};
+      SCOPED_TRACE(r.key_prefix);
+      ++runs;
+      const MaskPrediction pred = heads.predict(c.features, g.prompt, r.multimask, c.orig_w, c.orig_h);
+
+      EXPECT_LE(max_abs_error(pred.sparse_embeddings, c.at(g.name + ".sparse")), tolerance.logit);
+      EXPECT_LE(max_abs_error(vector_tensor(pred.iou_predictions), c.at(r.key_prefix + ".iou_predictions")),
+                tolerance.score);
+      EXPECT_NEAR(pred.object_score_logit, c.at(r.key_prefix + ".object_score_logits")[0], tolerance.score);
+      const auto best = std::max_element(pred.iou_predictions.begin(), pred.iou_predictions.end());
+      EXPECT_EQ(best - pred.iou_predictions.begin(), run["best_index"].get<int>());
+      if (r.multimask) {
+        EXPECT_EQ(pred.token_indices, (std::vector<int>{1, 2, 3}));
+      } else {
+        const bool single = run["single_mask_token_used"].get<bool>();
+        EXPECT_EQ(pred.single_mask_token_used, single);
+        EXPECT_NEAR(pred.stability_score_token0, run["stability_score_token0"].get<double>(), 1e-6);
+        EXPECT_EQ(pred.token_indices, std::vector<int>{single ? 0 : run["fallback_multimask_index"].get<int>() + 1});
+      }
+      case_checks(r, pred);
+    }
+  }
+  return runs;
 }
 
 }  // namespace sam2rt::testing

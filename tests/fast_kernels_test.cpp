@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "random_tensor.h"
@@ -169,6 +170,21 @@ TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
   }
   EXPECT_THROW(bf16.forward(x.data(), rows, y.data()), Error);
   EXPECT_THROW(PackedLinear(w, random_tensor({3}, 9), Precision::fp32), Error);
+}
+
+TEST(FastKernels, PrecisionNamesRoundTripAndOthersAreRefused) {
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    EXPECT_EQ(parse_precision(precision_name(precision)), precision);
+  }
+  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
+  try {
+    parse_precision("fp16");
+    ADD_FAILURE() << "fp16 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown precision 'fp16': use fp32 or bf16");
+  }
+  EXPECT_THROW(parse_precision("BF16"), Error);
+  EXPECT_THROW(parse_precision(""), Error);
 }
 
 TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {

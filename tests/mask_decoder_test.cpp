@@ -20,24 +20,6 @@ using testing::vector_tensor;
 constexpr double kLogitTolerance = 1e-4;
 constexpr double kScoreTolerance = 1e-5;
 
-// Thresholded masks (logit > 0) must equal the golden PNG except where the golden
-// logit itself is within the logit tolerance of 0.
-void expect_thresholded_masks_match(const Tensor& masks, const Tensor& golden_logits, const std::string& png_path) {
-  const testing::PngImage png = testing::read_png(png_path, 1);
-  const int64_t m = masks.dim(0), h = masks.dim(1), w = masks.dim(2);
-  ASSERT_EQ(png.width, w);
-  ASSERT_EQ(png.height, m * h);
-  int64_t differing = 0, positive = 0;
-  for (int64_t i = 0; i < masks.numel(); ++i) {
-    const bool ours = masks[i] > 0.0f;
-    const bool theirs = png.pixels[static_cast<size_t>(i)] != 0;
-    positive += theirs;
-    if (ours != theirs && std::fabs(golden_logits[i]) > kLogitTolerance) ++differing;
-  }
-  EXPECT_EQ(differing, 0) << png_path;
-  EXPECT_GT(positive, 0) << png_path << " has no foreground; the comparison would be vacuous";
-}
-
 TEST(MaskDecoderMicro, DensePeMatchesGolden) {
   const auto& c = micro_decoder_case();
   const SamHeads heads(c.config, c.weights);
@@ -47,43 +29,25 @@ TEST(MaskDecoderMicro, DensePeMatchesGolden) {
 TEST(MaskDecoderMicro, AllRunsMatchGoldens) {
   const auto& c = micro_decoder_case();
   const SamHeads heads(c.config, c.weights);
-  int runs = 0;
-  for (const auto& g : c.prompts) {
-    for (const auto& run : g.runs) {
-      const bool multimask = run["multimask_output"].get<bool>();
-      const std::string r = run["key_prefix"].get<std::string>();
-      SCOPED_TRACE(r);
-      ++runs;
-      const MaskPrediction pred = heads.predict(c.features, g.prompt, multimask, c.orig_w, c.orig_h);
+  const int runs = testing::expect_golden_runs_match(
+      c, heads, {kLogitTolerance, kScoreTolerance}, [&](const testing::GoldenRun& r, const MaskPrediction& pred) {
+        const std::string& name = r.prompt.name;
+        EXPECT_LE(max_abs_error(pred.dense_embeddings, c.at(name + ".dense")), kLogitTolerance);
+        EXPECT_EQ(pred.all_low_res_logits.shape(), c.at(name + ".all_low_res_logits").shape());
+        EXPECT_LE(max_abs_error(pred.all_low_res_logits, c.at(name + ".all_low_res_logits")), kLogitTolerance);
+        EXPECT_LE(max_abs_error(vector_tensor(pred.all_iou), c.at(name + ".all_iou")), kLogitTolerance);
 
-      EXPECT_LE(max_abs_error(pred.sparse_embeddings, c.at(g.name + ".sparse")), kLogitTolerance);
-      EXPECT_LE(max_abs_error(pred.dense_embeddings, c.at(g.name + ".dense")), kLogitTolerance);
-      EXPECT_EQ(pred.all_low_res_logits.shape(), c.at(g.name + ".all_low_res_logits").shape());
-      EXPECT_LE(max_abs_error(pred.all_low_res_logits, c.at(g.name + ".all_low_res_logits")), kLogitTolerance);
-      EXPECT_LE(max_abs_error(vector_tensor(pred.all_iou), c.at(g.name + ".all_iou")), kLogitTolerance);
-
-      const Tensor& want_low_res = c.at(r + ".low_res_masks");
-      EXPECT_EQ(pred.low_res_masks.shape(), want_low_res.shape());
-      EXPECT_LE(max_abs_error(pred.low_res_masks, want_low_res), kLogitTolerance);
-      const Tensor& want_masks = c.at(r + ".masks");
-      EXPECT_EQ(pred.masks.shape(), want_masks.shape());
-      EXPECT_LE(max_abs_error(pred.masks, want_masks), kLogitTolerance);
-      EXPECT_LE(max_abs_error(vector_tensor(pred.iou_predictions), c.at(r + ".iou_predictions")), kScoreTolerance);
-      EXPECT_NEAR(pred.object_score_logit, c.at(r + ".object_score_logits")[0], kScoreTolerance);
-
-      const auto best = std::max_element(pred.iou_predictions.begin(), pred.iou_predictions.end());
-      EXPECT_EQ(best - pred.iou_predictions.begin(), run["best_index"].get<int>());
-      if (multimask) {
-        EXPECT_EQ(pred.token_indices, (std::vector<int>{1, 2, 3}));
-      } else {
-        EXPECT_EQ(pred.single_mask_token_used, run["single_mask_token_used"].get<bool>());
-        EXPECT_NEAR(pred.stability_score_token0, run["stability_score_token0"].get<double>(), 1e-6);
-        ASSERT_EQ(pred.token_indices.size(), 1u);
-        EXPECT_EQ(pred.token_indices[0], run["fallback_multimask_index"].get<int>() + 1);
-      }
-      expect_thresholded_masks_match(pred.masks, want_masks, testing::micro_dir() + "/masks/" + r + ".png");
-    }
-  }
+        const Tensor& want_low_res = c.at(r.key_prefix + ".low_res_masks");
+        EXPECT_EQ(pred.low_res_masks.shape(), want_low_res.shape());
+        EXPECT_LE(max_abs_error(pred.low_res_masks, want_low_res), kLogitTolerance);
+        const Tensor& want_masks = c.at(r.key_prefix + ".masks");
+        EXPECT_EQ(pred.masks.shape(), want_masks.shape());
+        EXPECT_LE(max_abs_error(pred.masks, want_masks), kLogitTolerance);
+        // Exempt where the golden logit itself is within the tolerance of 0.
+        testing::expect_thresholded_masks_match(
+            pred.masks, testing::micro_dir() + "/masks/" + r.key_prefix + ".png",
+            [&](int64_t i) { return std::fabs(want_masks[i]) > kLogitTolerance; });
+      });
   EXPECT_EQ(runs, 10);
 }
 

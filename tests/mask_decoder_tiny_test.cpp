@@ -54,60 +54,29 @@ const testing::DecoderCase& tiny_decoder_case() {
   return c;
 }
 
-// The PNG is full size but the golden logits are decimated, so pixels are exempt
-// where OUR logit is within 2x the tolerance of 0: that covers every pixel whose
-// golden logit is within the tolerance, given |ours - golden| <= tolerance.
-void expect_thresholded_masks_match(const Tensor& masks, const std::string& png_path) {
-  const testing::PngImage png = testing::read_png(png_path, 1);
-  ASSERT_EQ(png.width, masks.dim(2));
-  ASSERT_EQ(png.height, masks.dim(0) * masks.dim(1));
-  int64_t differing = 0, positive = 0;
-  for (int64_t i = 0; i < masks.numel(); ++i) {
-    const bool theirs = png.pixels[static_cast<size_t>(i)] != 0;
-    positive += theirs;
-    if ((masks[i] > 0.0f) != theirs && std::fabs(masks[i]) > 2 * kLogitTolerance) ++differing;
-  }
-  EXPECT_EQ(differing, 0) << png_path;
-  EXPECT_GT(positive, 0) << png_path << " has no foreground; the comparison would be vacuous";
-}
-
 TEST(MaskDecoderTiny, AllRunsMatchGoldens) {
   const auto& c = tiny_decoder_case();
   const SamHeads heads(c.config, c.weights);
   EXPECT_LE(max_abs_error(testing::decimate(heads.dense_pe(), 4), c.at("dense_pe.dec4")), kLogitTolerance);
-  int runs = 0;
-  for (const auto& g : c.prompts) {
-    for (const auto& run : g.runs) {
-      const bool multimask = run["multimask_output"].get<bool>();
-      const std::string r = run["key_prefix"].get<std::string>();
-      SCOPED_TRACE(r);
-      ++runs;
-      const MaskPrediction pred = heads.predict(c.features, g.prompt, multimask, c.orig_w, c.orig_h);
-
-      EXPECT_LE(max_abs_error(pred.sparse_embeddings, c.at(g.name + ".sparse")), kLogitTolerance);
-      if (c.golden.tensors.count(g.name + ".dense.dec4")) {
-        EXPECT_LE(max_abs_error(testing::decimate(pred.dense_embeddings, 4), c.at(g.name + ".dense.dec4")),
+  const int runs = testing::expect_golden_runs_match(
+      c, heads, {kLogitTolerance, kScoreTolerance}, [&](const testing::GoldenRun& r, const MaskPrediction& pred) {
+        const std::string& name = r.prompt.name;
+        if (c.golden.tensors.count(name + ".dense.dec4")) {
+          EXPECT_LE(max_abs_error(testing::decimate(pred.dense_embeddings, 4), c.at(name + ".dense.dec4")),
+                    kLogitTolerance);
+        }
+        EXPECT_LE(max_abs_error(testing::decimate(pred.low_res_masks, 4), c.at(r.key_prefix + ".low_res_masks.dec4")),
                   kLogitTolerance);
-      }
-      EXPECT_LE(max_abs_error(testing::decimate(pred.low_res_masks, 4), c.at(r + ".low_res_masks.dec4")),
-                kLogitTolerance);
-      EXPECT_EQ(pred.masks.shape(), (Shape{multimask ? 3 : 1, 512, 512}));
-      EXPECT_LE(max_abs_error(testing::decimate(pred.masks, 8), c.at(r + ".masks.dec8")), kLogitTolerance);
-      EXPECT_LE(max_abs_error(vector_tensor(pred.iou_predictions), c.at(r + ".iou_predictions")), kScoreTolerance);
-      EXPECT_NEAR(pred.object_score_logit, c.at(r + ".object_score_logits")[0], kScoreTolerance);
-
-      const auto best = std::max_element(pred.iou_predictions.begin(), pred.iou_predictions.end());
-      EXPECT_EQ(best - pred.iou_predictions.begin(), run["best_index"].get<int>());
-      if (!multimask) {
-        const bool single = run["single_mask_token_used"].get<bool>();
-        EXPECT_EQ(pred.single_mask_token_used, single);
-        EXPECT_NEAR(pred.stability_score_token0, run["stability_score_token0"].get<double>(), 1e-6);
-        ASSERT_EQ(pred.token_indices.size(), 1u);
-        EXPECT_EQ(pred.token_indices[0], single ? 0 : run["fallback_multimask_index"].get<int>() + 1);
-      }
-      expect_thresholded_masks_match(pred.masks, testing::tiny_dir() + "/masks/" + r + ".png");
-    }
-  }
+        EXPECT_EQ(pred.masks.shape(), (Shape{r.multimask ? 3 : 1, 512, 512}));
+        EXPECT_LE(max_abs_error(testing::decimate(pred.masks, 8), c.at(r.key_prefix + ".masks.dec8")),
+                  kLogitTolerance);
+        // The PNG is full size but the golden logits are decimated, so pixels are
+        // exempt where OUR logit is within 2x the tolerance of 0: that covers every
+        // pixel whose golden logit is within the tolerance, given |ours - golden| <= tolerance.
+        testing::expect_thresholded_masks_match(
+            pred.masks, testing::tiny_dir() + "/masks/" + r.key_prefix + ".png",
+            [&](int64_t i) { return std::fabs(pred.masks[i]) > 2 * kLogitTolerance; });
+      });
   EXPECT_EQ(runs, 10);
 }
 

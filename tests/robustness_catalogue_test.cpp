@@ -4,11 +4,6 @@
 // crash or hang, and every output file of an earlier run left untouched (no
 // temporary left behind either).
 #include <gtest/gtest.h>
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -24,6 +19,7 @@
 #include "model/prompt.h"
 #include "model/synthetic_weights.h"
 #include "model/weight_manifest.h"
+#include "test_image_writer.h"
 #include "test_zip_builder.h"
 
 namespace sam2rt::testing {
@@ -122,35 +118,6 @@ std::string micro_yaml_with(const ScratchDir& s, const std::string& from, const 
   return path;
 }
 
-void append_be32(std::string& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-// A PNG whose IHDR claims the given size, followed by a tiny IDAT and IEND:
-// a decompression bomb in miniature.
-std::string png_claiming_size(uint32_t width, uint32_t height) {
-  std::string png("\x89PNG\r\n\x1a\n", 8);
-  auto append_chunk = [&](const std::string& type_and_data) {
-    append_be32(png, static_cast<uint32_t>(type_and_data.size() - 4));
-    png.append(type_and_data);
-    append_be32(png, static_cast<uint32_t>(
-                         crc32(0, reinterpret_cast<const Bytef*>(type_and_data.data()), type_and_data.size())));
-  };
-  std::string ihdr = "IHDR";
-  append_be32(ihdr, width);
-  append_be32(ihdr, height);
-  ihdr.append("\x08\x02\x00\x00\x00", 5);
-  append_chunk(ihdr);
-  std::string zeros(1024, '\0');
-  std::string idat(compressBound(zeros.size()), '\0');
-  uLongf idat_size = idat.size();
-  compress(reinterpret_cast<Bytef*>(idat.data()), &idat_size, reinterpret_cast<const Bytef*>(zeros.data()),
-           zeros.size());
-  append_chunk("IDAT" + idat.substr(0, idat_size));
-  append_chunk("IEND");
-  return png;
-}
-
 // Noise, so that the compressed data is long enough to cut in the middle.
 std::vector<uint8_t> noise_rgb(int width, int height) {
   std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
@@ -164,30 +131,14 @@ std::vector<uint8_t> noise_rgb(int width, int height) {
 
 Bytes noise_png(int width, int height) { return encode_png_rgb8(noise_rgb(width, height).data(), width, height); }
 
+// Quality 75, libjpeg's default.
 Bytes noise_jpeg(int width, int height) {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr errors{};
-  cinfo.err = jpeg_std_error(&errors);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buffer = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buffer, &size);
-  cinfo.image_width = static_cast<JDIMENSION>(width);
-  cinfo.image_height = static_cast<JDIMENSION>(height);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  const std::vector<uint8_t> rgb = noise_rgb(width, height);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(&rgb[static_cast<size_t>(cinfo.next_scanline) * width * 3]);
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  Bytes out(buffer, buffer + size);
-  std::free(buffer);
-  return out;
+  JpegSpec spec;
+  spec.width = width;
+  spec.height = height;
+  spec.quality = 75;
+  spec.pixels = noise_rgb(width, height);
+  return encode_test_jpeg(spec);
 }
 
 // ---------------------------------------------------------------------------
@@ -613,12 +564,12 @@ std::vector<Case> catalogue() {
                "Premature end of JPEG file"});
   c.push_back({"PngDecompressionBomb",
                [](const ScratchDir& s) {
-                 return segment_with_image(s, "bomb.png", to_bytes(png_claiming_size(200000, 200000)));
+                 return segment_with_image(s, "bomb.png", png_claiming_size(200000, 200000));
                },
                "40000000000 pixels exceeds the limit of 100000000 pixels"});
   c.push_back({"ImageAboveLoweredPixelLimit",
                [](const ScratchDir& s) {
-                 write_text(s.file("big.png"), png_claiming_size(1000, 1000));
+                 write_bytes(s.file("big.png"), png_claiming_size(1000, 1000));
                  Segment run;
                  run.image = s.file("big.png");
                  run.extra = {"--max-image-pixels", "999999"};
@@ -626,7 +577,7 @@ std::vector<Case> catalogue() {
                },
                "exceeds the limit of 999999 pixels"});
   c.push_back({"PngZeroByZero",
-               [](const ScratchDir& s) { return segment_with_image(s, "zero.png", to_bytes(png_claiming_size(0, 0))); },
+               [](const ScratchDir& s) { return segment_with_image(s, "zero.png", png_claiming_size(0, 0)); },
                "cannot decode image"});
 
   // --- prompts ---

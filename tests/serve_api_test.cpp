@@ -418,6 +418,7 @@ TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
   const json body = json::parse(health->body);
   EXPECT_EQ(body["status"], "ok");
   EXPECT_EQ(body["synthetic_weights"], true);
+  EXPECT_EQ(body["precision"], "fp32");
 }
 
 TEST_F(ServeApiHttp, UploadsOnceAndSegmentsWithPointsBoxMultimaskPngAndRle) {
@@ -600,6 +601,32 @@ TEST(ServeApiProcess, EvictsTheOldestImagesWhenTheCacheIsFullAndStopsCleanlyOnSi
   EXPECT_EQ(health["images"].get<size_t>(), fit);
   EXPECT_EQ(health["cache_bytes"].get<int64_t>(), static_cast<int64_t>(fit) * entry);
   EXPECT_EQ(health["cache_budget_bytes"].get<int64_t>(), 1024 * 1024);
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// --precision bf16 applies to every upload: the answers are those of an
+// in-process bf16 encode (which differ from fp32 ones), and /healthz says so.
+TEST(ServeApiProcess, Bf16PrecisionAppliesToEveryUpload) {
+  ServerProcess server({"--precision", "bf16"});
+  ASSERT_GT(server.port(), 0) << server.url();
+  auto client = server.client();
+  EXPECT_EQ(json::parse(client.Get("/healthz")->body)["precision"], "bf16");
+  const auto upload = client.Post("/v1/images", read_bytes(chelsea_path()), "image/png");
+  ASSERT_TRUE(upload);
+  ASSERT_EQ(upload->status, 201) << upload->body;
+  const std::string id = json::parse(upload->body)["id"];
+  const auto res = client.Post("/v1/images/" + id + "/segment", R"({"points": [[100, 50, 1]]})", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+
+  const RgbImage image = decode_image_file(chelsea_path());
+  const Prompt prompt{{{100, 50, 1}}, std::nullopt, {}};
+  Predictor bf16(micro_model()), fp32(micro_model());
+  bf16.set_image(image, {.precision = Precision::bf16});
+  fp32.set_image(image);
+  const float bf16_score = bf16.predict(prompt, false).object_score_logit;
+  EXPECT_FLOAT_EQ(json::parse(res->body)["object_score"].get<float>(), bf16_score);
+  EXPECT_NE(bf16_score, fp32.predict(prompt, false).object_score_logit);
   EXPECT_EQ(server.stop(), 0);
 }
 

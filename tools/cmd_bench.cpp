@@ -85,8 +85,6 @@ void print_row(const char* what, const TimingStats& s) {
   std::printf("%-30s %9.2f %9.2f %9.2f %9.2f %9.2f  (%d runs)\n", what, s.min, s.median, s.mean, s.max, s.std, s.runs);
 }
 
-Precision parse_precision(const std::string& name) { return name == "bf16" ? Precision::bf16 : Precision::fp32; }
-
 // IoU of the masks logits > 0 (an empty union counts as agreement).
 double mask_iou(const Tensor& a, const Tensor& b) {
   int64_t both = 0, either = 0;
@@ -142,7 +140,6 @@ struct BenchCommand {
   int warmup = 5;
   int runs = 50;
   int batch = 64;
-  std::string precision = "fp32";
   bool encoder_only = false;
   std::string json_path;
 
@@ -166,9 +163,9 @@ struct BenchCommand {
 
     Predictor predictor(loaded);
     std::printf("sam2rt bench: %s, %dx%d image, %s, %d threads, %d warm-up + %d timed runs\n",
-                model.source().describe().c_str(), image.width, image.height, precision.c_str(), omp_get_max_threads(),
-                warmup, runs);
-    const EncodeOptions options{.precision = parse_precision(precision)};
+                model.source().describe().c_str(), image.width, image.height, model.precision.c_str(),
+                omp_get_max_threads(), warmup, runs);
+    const EncodeOptions options{.precision = model.encoder_precision()};
     // The first encode also makes the GEMM primitives (and converts the weights
     // for bf16) and faults in the scratch buffers; the warm-up runs absorb it.
     start = std::chrono::steady_clock::now();
@@ -228,7 +225,7 @@ struct BenchCommand {
 
     if (!json_path.empty()) {
       nlohmann::json report = {{"variant", config.name},
-                               {"precision", precision},
+                               {"precision", model.precision},
                                {"threads", omp_get_max_threads()},
                                {"image", image_path.empty() ? "synthetic gradient" : image_path},
                                {"image_width", image.width},
@@ -268,9 +265,6 @@ void register_bench(CLI::App& app) {
   sub->add_option("--warmup", command->warmup, "untimed runs first")->default_val(5)->check(CLI::Range(0, 1000));
   sub->add_option("--runs", command->runs, "timed runs")->default_val(50)->check(CLI::Range(1, 100000));
   sub->add_option("--batch", command->batch, "prompts in the batched decoder run")->default_val(64)->check(CLI::Range(1, 1024));
-  sub->add_option("--precision", command->precision, "arithmetic of the encoder")
-      ->default_val("fp32")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
   sub->add_flag("--encoder-only", command->encoder_only, "time the encoder only (skip the decoder runs)");
   sub->add_option("--json", command->json_path, "also write the results as JSON");
   sub->callback([command] { command->run(); });

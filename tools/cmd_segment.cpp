@@ -106,7 +106,7 @@ struct SegmentCommand {
       predictor.set_features(std::move(features.features), image.width, image.height);
     } else {
       const auto start = std::chrono::steady_clock::now();
-      predictor.set_image(image);
+      predictor.set_image(image, EncodeOptions{.precision = model.encoder_precision()});
       encode_ms = milliseconds_since(start);
     }
     const auto decode_start = std::chrono::steady_clock::now();
@@ -171,8 +171,10 @@ void register_segment(CLI::App& app) {
       "original photo.");
   command->model.add_to(*sub);
   sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--features", command->features_path, "reuse features written by `sam2rt encode --decoder-ready`")
-      ->check(CLI::ExistingFile);
+  sub->add_option("--features", command->features_path,
+                  "reuse features written by `sam2rt encode --decoder-ready` (encoded at that run's --precision)")
+      ->check(CLI::ExistingFile)
+      ->excludes("--precision");
   sub->add_option("--point", command->points, "click X,Y[,LABEL]; LABEL 1 = object (default), 0 = background")
       ->type_name("X,Y[,L]")
       ->allow_extra_args(false);

@@ -207,6 +207,7 @@ class SegmentServer {
                {{"status", "ok"},
                 {"model", options_.model.source().describe()},
                 {"synthetic_weights", !options_.model.synthetic_salt.empty()},
+                {"precision", options_.model.precision},
                 {"images", cache_.size()},
                 {"cache_bytes", cache_.bytes()},
                 {"cache_budget_bytes", cache_.budget()}});
@@ -223,7 +224,7 @@ class SegmentServer {
                                               "uploaded image", options_.model.max_image_pixels);
     const auto start = std::chrono::steady_clock::now();
     Predictor encoder(model_);
-    encoder.set_image(image);
+    encoder.set_image(image, EncodeOptions{.precision = options_.model.encoder_precision()});
     const double encode_ms = milliseconds_since(start);
     // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
     auto cached = std::make_shared<Predictor>(model_);

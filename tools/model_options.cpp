@@ -32,6 +32,11 @@ void ModelOptions::add_to(CLI::App& command) {
                      "refuse larger images before decoding them")
       ->default_val(kDefaultMaxImagePixels)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command.add_option("--precision", precision,
+                     "arithmetic of the image encoder: fp32 matches the reference; bf16 is faster "
+                     "but opt-in and not bit-faithful to the reference (masks near the threshold may differ)")
+      ->default_val(precision_name(Precision::fp32))
+      ->check(CLI::IsMember({precision_name(Precision::fp32), precision_name(Precision::bf16)}));
 }
 
 ModelSource ModelOptions::source() const {

@@ -7,11 +7,13 @@
 
 #include "api/sam2_model.h"
 #include "io/image.h"
+#include "kernels/matmul.h"
 
 namespace sam2rt::cli {
 
 // The flags every model-running command shares:
 //   (--model FILE | --synthetic-weights SALT) [--variant V | --config Y] [--threads N]
+//   [--max-image-pixels N] [--precision fp32|bf16]
 struct ModelOptions {
   std::string model_path;
   std::string synthetic_salt;
@@ -19,9 +21,12 @@ struct ModelOptions {
   std::string config_path;
   int threads = 0;
   int64_t max_image_pixels = kDefaultMaxImagePixels;
+  std::string precision = precision_name(Precision::fp32);
 
   void add_to(CLI::App& command);
   ModelSource source() const;
+  // The arithmetic of the image encoder (--precision).
+  Precision encoder_precision() const { return parse_precision(precision); }
   // Applies --threads, loads and validates the model; prints what was loaded
   // (and a warning that synthetic weights give meaningless masks) to stderr.
   std::shared_ptr<const Sam2Model> load() const;

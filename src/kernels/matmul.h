@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "core/tensor.h"
 
@@ -12,6 +13,8 @@ namespace sam2rt {
 enum class Precision { fp32, bf16 };
 
 const char* precision_name(Precision precision);
+// The inverse of precision_name; Error for any other name.
+Precision parse_precision(std::string_view name);
 
 // What the GEMM does to its result before storing it.
 enum class Epilogue {

@@ -22,7 +22,9 @@ constexpr int kVectors = 6;
 // GCC 12's AVX-512 intrinsics start some results from an "undefined" vector,
 // which it reports as maybe-uninitialized once inlined.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 inline uint32_t pair_of(const uint16_t* row, int64_t p, int64_t k) {
   const uint32_t first = row[2 * p];

@@ -134,7 +134,9 @@ __attribute__((target("avx2"))) void gelu_avx2(const double* table, float* x, in
 // GCC 12's AVX-512 intrinsics start many results from an "undefined" vector,
 // which it then reports as maybe-uninitialized once inlined.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // Eight lanes of x * Phi(x) in double from the wide table (FMA Horner steps).
 __attribute__((target("avx512f,avx512dq"))) inline __m512d gelu_wide_lanes(const __m512d (&table)[2 * kWideCoefficients],
                                                                             __m512d v) {

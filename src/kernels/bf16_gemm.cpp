@@ -6,8 +6,8 @@
 #include <array>
 #include <cstring>
 #include <utility>
+#include <vector>
 
-#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -107,13 +107,18 @@ int64_t bf16_pairs_size(int64_t k, int64_t n) { return (k + 1) / 2 * bf16_pairs_
 
 void pack_bf16_pairs(const float* b, int64_t ldb, int64_t k, int64_t n, uint16_t* packed) {
   const int64_t n_padded = bf16_pairs_padded_n(n), pairs = (k + 1) / 2;
+  std::vector<uint16_t> first(static_cast<size_t>(n)), second(static_cast<size_t>(n), 0);
   for (int64_t p = 0; p < pairs; ++p) {
     uint16_t* out = packed + p * n_padded * 2;
-    const float* first = b + 2 * p * ldb;
-    const float* second = 2 * p + 1 < k ? first + ldb : nullptr;
+    round_to_bf16(b + 2 * p * ldb, n, first.data());
+    if (2 * p + 1 < k) {
+      round_to_bf16(b + (2 * p + 1) * ldb, n, second.data());
+    } else {
+      std::fill(second.begin(), second.end(), static_cast<uint16_t>(0));
+    }
     for (int64_t j = 0; j < n; ++j) {
-      out[2 * j] = simd::to_bf16(first[j]);
-      out[2 * j + 1] = second ? simd::to_bf16(second[j]) : 0;
+      out[2 * j] = first[static_cast<size_t>(j)];
+      out[2 * j + 1] = second[static_cast<size_t>(j)];
     }
     std::fill(out + 2 * n, out + 2 * n_padded, static_cast<uint16_t>(0));
   }
@@ -121,13 +126,17 @@ void pack_bf16_pairs(const float* b, int64_t ldb, int64_t k, int64_t n, uint16_t
 
 void pack_bf16_pairs_transposed(const float* bt, int64_t ldbt, int64_t k, int64_t n, uint16_t* packed) {
   const int64_t n_padded = bf16_pairs_padded_n(n), pairs = (k + 1) / 2;
+  std::vector<uint16_t> row(static_cast<size_t>(2 * pairs), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    round_to_bf16(bt + j * ldbt, k, row.data());
+    for (int64_t p = 0; p < pairs; ++p) {
+      uint16_t* out = packed + (p * n_padded + j) * 2;
+      out[0] = row[static_cast<size_t>(2 * p)];
+      out[1] = row[static_cast<size_t>(2 * p + 1)];
+    }
+  }
   for (int64_t p = 0; p < pairs; ++p) {
     uint16_t* out = packed + p * n_padded * 2;
-    for (int64_t j = 0; j < n; ++j) {
-      const float* row = bt + j * ldbt;
-      out[2 * j] = simd::to_bf16(row[2 * p]);
-      out[2 * j + 1] = 2 * p + 1 < k ? simd::to_bf16(row[2 * p + 1]) : 0;
-    }
     std::fill(out + 2 * n, out + 2 * n_padded, static_cast<uint16_t>(0));
   }
 }

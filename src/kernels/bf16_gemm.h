@@ -22,6 +22,7 @@ int64_t bf16_pairs_padded_n(int64_t n);
 // Elements (uint16_t) of the packed form of a k x n matrix.
 int64_t bf16_pairs_size(int64_t k, int64_t n);
 // b [k, n] float32 with row stride ldb -> packed bfloat16 (round to nearest even).
+// Needs bf16_gemm_supported(), like everything below.
 void pack_bf16_pairs(const float* b, int64_t ldb, int64_t k, int64_t n, uint16_t* packed);
 
 // The same packing of b given as its transpose bt [n, k] (row stride ldbt): the

@@ -13,7 +13,7 @@
 namespace sam2rt {
 
 void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_token, int64_t heads, bool q_pool,
-                        Tensor& out) {
+                        Tensor& out, bool bf16_products) {
   if (qkv.rank() != 3 || qkv.dim(2) % 3 != 0) {
     throw Error("windowed attention: qkv must be [H, W, 3C], got " + shape_to_string(qkv.shape()));
   }
@@ -79,6 +79,7 @@ void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_toke
       args.out = attended.data();
       args.ldo = channels;
       args.scale = scale;
+      args.bf16_products = bf16_products;
       attention_serial(args);
       const int64_t oy0 = n / cols * out_window, ox0 = n % cols * out_window;
       const int64_t run = std::min(out_window, out_width - ox0);

@@ -17,7 +17,8 @@ namespace sam2rt {
 // values: what a zero token becomes under qkv). With q_pool, q is max-pooled 2x2
 // inside each window and out is [H/2, W/2, C]; otherwise out is [H, W, C].
 // Padding is cropped from the output.
+// bf16_products: as AttentionArgs::bf16_products.
 void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_token, int64_t heads, bool q_pool,
-                        Tensor& out);
+                        Tensor& out, bool bf16_products = false);
 
 }  // namespace sam2rt

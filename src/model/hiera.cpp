@@ -146,7 +146,8 @@ Tensor HieraTrunk::attention(const Tensor& qkv_grid, size_t index) const {
   Tensor attended = pool_->tensor({out_height, out_width, spec.dim_out});
   if (spec.window > 0) {
     ScopedStage stage("attention (windows)");
-    windowed_attention(qkv_grid, spec.window, blocks_[index].qkv_bias.data(), spec.heads, spec.q_pool, attended);
+    windowed_attention(qkv_grid, spec.window, blocks_[index].qkv_bias.data(), spec.heads, spec.q_pool, attended,
+                       precision_ == Precision::bf16);
     return attended;
   }
   const Tensor windows = qkv_grid.reshaped({1, height, width, qkv_grid.dim(2)});

@@ -2,6 +2,7 @@
 // bad inputs are catalogued in robustness_catalogue_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -183,6 +184,18 @@ TEST(Cli, SegmentBf16WritesAMask) {
   const Tensor fp32 = read_safetensors(s.file("fp32.safetensors")).tensors.at("masks");
   ASSERT_EQ(bf16.shape(), fp32.shape());
   EXPECT_GT(compare_tensors(bf16, fp32).max_abs_err, 0.0);
+}
+
+// oneDNN capped below AVX-512 (as on an AVX2-only CPU) cannot run bfloat16
+// matmuls: the user gets one line that says what to use instead.
+TEST(Cli, Bf16WithoutAvx512SaysToUseFp32) {
+  ScratchDir s("precision_avx2");
+  ::setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+  const CliResult bf16 = run_cli(micro_segment(s, {"--point", "110,41", "--precision", "bf16"}), s);
+  const CliResult fp32 = run_cli(micro_segment(s, {"--point", "110,41"}), s);
+  ::unsetenv("ONEDNN_MAX_CPU_ISA");
+  expect_error(bf16, "use --precision fp32");
+  EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
 }
 
 // Issue acceptance: one tiny prompt end to end from the photo, through the CLI.

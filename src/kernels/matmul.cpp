@@ -98,7 +98,13 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   attr.set_post_ops(post_ops);
   const dnnl::matmul::desc desc = k.bias_memory ? dnnl::matmul::desc(src, weights, k.bias_memory.get_desc(), dst)
                                                 : dnnl::matmul::desc(src, weights, dst);
-  const dnnl::matmul::primitive_desc pd(desc, attr, engine);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(desc, attr, engine);
+  } catch (const dnnl::error& e) {
+    throw Error(std::string("oneDNN cannot run a ") + precision_name(precision_) + " matmul on this CPU (" + e.what() +
+                ")" + (precision_ == Precision::bf16 ? "; bf16 needs AVX-512: use --precision fp32" : ""));
+  }
 
   Entry entry{dnnl::matmul(pd), memory()};
   if (pd.weights_desc() == k.plain_weights.get_desc()) entry.weights = k.plain_weights;

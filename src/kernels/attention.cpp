@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "kernels/bf16_gemm.h"
@@ -15,35 +14,55 @@ namespace {
 
 constexpr int64_t kQueryBlock = 128;
 
+template <class T>
+void grow(std::vector<T>& buffer, int64_t size) {
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(static_cast<size_t>(size));
+}
+
 // Scratch of one thread: a block of scores and of scaled queries, and their
-// bfloat16 forms.
+// bfloat16 forms. Kept per thread between calls and only ever grown, so the
+// encoder's steady state allocates (and page-faults) nothing here.
 struct AttentionScratch {
   std::vector<float> scores, scaled_q, sums;
   std::vector<uint16_t> numerators, q16;
-  explicit AttentionScratch(const AttentionArgs& a, bool bf16_products)
-      : scores(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.nk)),
-        scaled_q(static_cast<size_t>(std::min(kQueryBlock, a.nq) * a.head_dim)),
-        sums(static_cast<size_t>(kQueryBlock)),
-        numerators(bf16_products ? scores.size() : 0), q16(bf16_products ? scaled_q.size() : 0) {}
+
+  static AttentionScratch& of_this_thread(const AttentionArgs& a, bool bf16_products) {
+    thread_local AttentionScratch scratch;
+    const int64_t rows = std::min(kQueryBlock, a.nq);
+    grow(scratch.scores, rows * a.nk);
+    grow(scratch.scaled_q, rows * a.head_dim);
+    grow(scratch.sums, kQueryBlock);
+    if (bf16_products) {
+      grow(scratch.numerators, rows * a.nk);
+      grow(scratch.q16, rows * a.head_dim);
+    }
+    return scratch;
+  }
 };
 
 // Keys (as k^T) and values of every head packed for gemm_bf16_packed, head
-// after head.
+// after head; one per calling thread, reused (grown) from call to call.
 struct PackedKeysValues {
   std::vector<uint16_t> key_pairs, value_pairs;
   int64_t keys_per_head = 0, values_per_head = 0;
 
-  PackedKeysValues(const AttentionArgs& a, bool parallel)
-      : key_pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.head_dim, a.nk))),
-        value_pairs(static_cast<size_t>(a.heads * bf16_pairs_size(a.nk, a.head_dim))),
-        keys_per_head(bf16_pairs_size(a.head_dim, a.nk)),
-        values_per_head(bf16_pairs_size(a.nk, a.head_dim)) {
+  static const PackedKeysValues& of_this_thread(const AttentionArgs& a, bool parallel) {
+    thread_local PackedKeysValues instance;
+    // The OpenMP workers below must fill THIS thread's instance: named directly,
+    // a thread_local would be each worker's own.
+    PackedKeysValues& packed = instance;
+    packed.keys_per_head = bf16_pairs_size(a.head_dim, a.nk);
+    packed.values_per_head = bf16_pairs_size(a.nk, a.head_dim);
+    grow(packed.key_pairs, a.heads * packed.keys_per_head);
+    grow(packed.value_pairs, a.heads * packed.values_per_head);
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t h = 0; h < a.heads; ++h) {
       pack_bf16_pairs_transposed(a.k + h * a.head_dim, a.ldk, a.head_dim, a.nk,
-                                 key_pairs.data() + h * keys_per_head);
-      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim, value_pairs.data() + h * values_per_head);
+                                 packed.key_pairs.data() + h * packed.keys_per_head);
+      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim,
+                      packed.value_pairs.data() + h * packed.values_per_head);
     }
+    return packed;
   }
 };
 
@@ -88,23 +107,23 @@ bool products_in_bf16(const AttentionArgs& a) { return a.bf16_products && bf16_g
 void attention(const AttentionArgs& a) {
   const int64_t blocks = (a.nq + kQueryBlock - 1) / kQueryBlock;
   const bool bf16 = products_in_bf16(a);
-  const std::unique_ptr<PackedKeysValues> packed = bf16 ? std::make_unique<PackedKeysValues>(a, true) : nullptr;
+  const PackedKeysValues* packed = bf16 ? &PackedKeysValues::of_this_thread(a, true) : nullptr;
 #pragma omp parallel
   {
-    AttentionScratch scratch(a, bf16);
+    AttentionScratch& scratch = AttentionScratch::of_this_thread(a, bf16);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t h = 0; h < a.heads; ++h) {
-      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch, packed.get());
+      for (int64_t blk = 0; blk < blocks; ++blk) attend_block(a, h, blk * kQueryBlock, scratch, packed);
     }
   }
 }
 
 void attention_serial(const AttentionArgs& a) {
   const bool bf16 = products_in_bf16(a);
-  const std::unique_ptr<PackedKeysValues> packed = bf16 ? std::make_unique<PackedKeysValues>(a, false) : nullptr;
-  AttentionScratch scratch(a, bf16);
+  const PackedKeysValues* packed = bf16 ? &PackedKeysValues::of_this_thread(a, false) : nullptr;
+  AttentionScratch& scratch = AttentionScratch::of_this_thread(a, bf16);
   for (int64_t h = 0; h < a.heads; ++h) {
-    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch, packed.get());
+    for (int64_t q0 = 0; q0 < a.nq; q0 += kQueryBlock) attend_block(a, h, q0, scratch, packed);
   }
 }
 

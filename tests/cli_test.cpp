@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.h"
 #include "core/tensor_compare.h"
 #include "io/image.h"
@@ -196,6 +198,28 @@ TEST(Cli, Bf16WithoutAvx512SaysToUseFp32) {
   ::unsetenv("ONEDNN_MAX_CPU_ISA");
   expect_error(bf16, "use --precision fp32");
   EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
+}
+
+TEST(Cli, BenchJsonHoldsTheDocumentedFields) {
+  ScratchDir s("bench_json");
+  const CliResult r = run_cli({"bench", "--model", micro_pt(), "--config", micro_yaml(), "--warmup", "0", "--runs",
+                               "2", "--batch", "3", "--json", s.file("bench.json")},
+                              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(read_text(s.file("bench.json")));
+  for (const char* key : {"variant", "precision", "threads", "load_ms", "encoder_gflops", "peak_rss_mb"}) {
+    EXPECT_TRUE(report.contains(key)) << key;
+  }
+  for (const char* timing : {"encoder_ms", "decoder_ms", "decoder_batch3_ms_per_prompt"}) {
+    ASSERT_TRUE(report.contains(timing)) << timing;
+    for (const char* stat : {"min", "median", "mean", "max", "std"}) {
+      EXPECT_TRUE(report[timing].contains(stat)) << timing << "." << stat;
+    }
+    EXPECT_LE(report[timing]["min"].get<double>(), report[timing]["median"].get<double>()) << timing;
+    EXPECT_LE(report[timing]["median"].get<double>(), report[timing]["max"].get<double>()) << timing;
+  }
+  EXPECT_EQ(report["precision"], "fp32");
+  EXPECT_GT(report["load_ms"].get<double>(), 0.0);
 }
 
 // Issue acceptance: one tiny prompt end to end from the photo, through the CLI.

@@ -238,22 +238,31 @@ TEST(FastKernels, BufferPoolReusesFreedMemoryForOtherSizes) {
   EXPECT_EQ(pool.bytes_in_use(), 0u);
 }
 
+// Attention over rows of qkv [n, 3 * heads * head_dim] (q | k | v), scale 0.35;
+// out rows of stride ldo are set by the caller.
+AttentionArgs qkv_rows_attention(const Tensor& qkv, int64_t nq, int64_t nk, int64_t heads, int64_t head_dim,
+                                 int64_t ldo) {
+  const int64_t width = heads * head_dim;
+  AttentionArgs a;
+  a.nq = nq;
+  a.nk = nk;
+  a.heads = heads;
+  a.head_dim = head_dim;
+  a.q = qkv.data();
+  a.k = qkv.data() + width;
+  a.v = qkv.data() + 2 * width;
+  a.ldq = a.ldk = a.ldv = 3 * width;
+  a.ldo = ldo;
+  a.scale = 0.35f;
+  return a;
+}
+
 TEST(FastKernels, AttentionMatchesReferenceAcrossQueryBlocks) {
   // More queries than one block (and a partial last block), strided rows.
   for (auto [nq, nk] : {std::pair<int64_t, int64_t>{300, 257}, {1, 5}, {128, 128}, {129, 1000}}) {
     const int64_t heads = 2, head_dim = 8, width = heads * head_dim;
     const Tensor qkv = random_tensor({std::max(nq, nk), 3 * width}, 31);
-    AttentionArgs a;
-    a.nq = nq;
-    a.nk = nk;
-    a.heads = heads;
-    a.head_dim = head_dim;
-    a.q = qkv.data();
-    a.k = qkv.data() + width;
-    a.v = qkv.data() + 2 * width;
-    a.ldq = a.ldk = a.ldv = 3 * width;
-    a.ldo = width + 3;
-    a.scale = 0.35f;
+    AttentionArgs a = qkv_rows_attention(qkv, nq, nk, heads, head_dim, width + 3);
     Tensor fast({nq, width + 3}), reference({nq, width + 3});
     a.out = fast.data();
     attention(a);
@@ -284,17 +293,7 @@ TEST(FastKernels, AttentionWithBf16ProductsStaysWithinBf16Rounding) {
   for (auto [nq, nk] : {std::pair<int64_t, int64_t>{300, 257}, {1, 5}, {129, 1000}}) {
     const int64_t heads = 2, head_dim = 24, width = heads * head_dim;
     const Tensor qkv = random_tensor({std::max(nq, nk), 3 * width}, 32);
-    AttentionArgs a;
-    a.nq = nq;
-    a.nk = nk;
-    a.heads = heads;
-    a.head_dim = head_dim;
-    a.q = qkv.data();
-    a.k = qkv.data() + width;
-    a.v = qkv.data() + 2 * width;
-    a.ldq = a.ldk = a.ldv = 3 * width;
-    a.ldo = width;
-    a.scale = 0.35f;
+    AttentionArgs a = qkv_rows_attention(qkv, nq, nk, heads, head_dim, width);
     Tensor reference({nq, width}), exact({nq, width}), fast({nq, width}), serial({nq, width});
     a.out = reference.data();
     attention_reference(a);

@@ -13,9 +13,8 @@ namespace sam2rt {
 namespace {
 
 template <int Lanes>
-[[gnu::always_inline]] inline void softmax_row(float* x, int64_t n) {
+[[gnu::always_inline]] inline float row_max(const float* x, int64_t n) {
   using V = typename simd::Types<Lanes>::F;
-  using VI = typename simd::Types<Lanes>::I;
   const int64_t vec_end = n / Lanes * Lanes;
   float max = -INFINITY;
   if (vec_end > 0) {
@@ -24,6 +23,15 @@ template <int Lanes>
     max = simd::reduce_max(m);
   }
   for (int64_t i = vec_end; i < n; ++i) max = std::max(max, x[i]);
+  return max;
+}
+
+template <int Lanes>
+[[gnu::always_inline]] inline void softmax_row(float* x, int64_t n) {
+  using V = typename simd::Types<Lanes>::F;
+  using VI = typename simd::Types<Lanes>::I;
+  const int64_t vec_end = n / Lanes * Lanes;
+  const float max = row_max<Lanes>(x, n);
 
   V sum = V{};
   for (int64_t i = 0; i < vec_end; i += Lanes) {
@@ -49,41 +57,15 @@ template <class VI>
   return (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
 }
 
-// e^x for x <= 0, to be rounded to bfloat16: the reduction of simd::exp with a
-// degree-5 polynomial (relative error below 3e-6, far under bfloat16's 2^-9)
-// and no upper clamp.
-template <class V, class VI>
-[[gnu::always_inline]] inline V exp_non_positive(V x) {
-  x = x < -87.3f ? simd::splat<V>(-87.3f) : x;
-  const V shifter = simd::splat<V>(12582912.0f);
-  const V shifted = x * 1.44269504088896341f + shifter;
-  const V n = shifted - shifter;
-  const V r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
-  V p = simd::splat<V>(1.0f / 120.0f);
-  p = p * r + (1.0f / 24.0f);
-  p = p * r + (1.0f / 6.0f);
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const VI exponent = (std::bit_cast<VI>(shifted) - 0x4B400000) << 23;
-  return std::bit_cast<V>(std::bit_cast<VI>(p) + exponent);
-}
-
 template <int Lanes>
 [[gnu::always_inline]] inline float exp_row_to_bf16(const float* x, int64_t n, uint16_t* out) {
   using V = typename simd::Types<Lanes>::F;
   using VI = typename simd::Types<Lanes>::I;
   const int64_t vec_end = n / Lanes * Lanes;
-  float max = -INFINITY;
-  if (vec_end > 0) {
-    V m = simd::load<V>(x);
-    for (int64_t i = Lanes; i < vec_end; i += Lanes) m = simd::max(m, simd::load<V>(x + i));
-    max = simd::reduce_max(m);
-  }
-  for (int64_t i = vec_end; i < n; ++i) max = std::max(max, x[i]);
+  const float max = row_max<Lanes>(x, n);
   V sum = V{};
   for (int64_t i = 0; i < vec_end; i += Lanes) {
-    const V e = exp_non_positive<V, VI>(simd::load<V>(x + i) - max);
+    const V e = simd::exp<V, VI, 5>(simd::load<V>(x + i) - max);
     sum += e;
     using Narrow [[gnu::vector_size(Lanes * 2)]] = uint16_t;
     const Narrow rounded = __builtin_convertvector(bf16_bits(std::bit_cast<VI>(e)), Narrow);
@@ -91,7 +73,7 @@ template <int Lanes>
   }
   float total = simd::reduce_add(sum);
   for (int64_t i = vec_end; i < n; ++i) {
-    const float e = simd::exp<V, VI>(simd::splat<V>(x[i] - max))[0];
+    const float e = simd::exp<V, VI, 5>(simd::splat<V>(x[i] - max))[0];
     total += e;
     out[i] = simd::to_bf16(e);
   }

@@ -38,9 +38,12 @@ void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_toke
 
 #pragma omp parallel
   {
-    std::vector<float> tokens(static_cast<size_t>(keys * token));
-    std::vector<float> pooled(q_pool ? static_cast<size_t>(queries * channels) : 0);
-    std::vector<float> attended(static_cast<size_t>(queries * channels));
+    // Per-thread buffers kept between calls and only grown: no allocation in the
+    // encoder's steady state.
+    thread_local std::vector<float> tokens, pooled, attended;
+    tokens.resize(std::max(tokens.size(), static_cast<size_t>(keys * token)));
+    pooled.resize(std::max(pooled.size(), q_pool ? static_cast<size_t>(queries * channels) : 0));
+    attended.resize(std::max(attended.size(), static_cast<size_t>(queries * channels)));
 #pragma omp for schedule(dynamic)
     for (int64_t n = 0; n < rows * cols; ++n) {
       const int64_t y0 = n / cols * window, x0 = n % cols * window;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "kernels/bf16.h"
 #include "kernels/bf16_gemm.h"
 #include "kernels/buffer_pool.h"
+#include "kernels/decoder_gelu.h"
 #include "kernels/gemm.h"
 #include "kernels/interpolate.h"
 #include "kernels/matmul.h"
@@ -40,6 +42,26 @@ std::vector<SimdLevel> available_levels() {
     if (l <= best_simd_level()) levels.push_back(l);
   }
   return levels;
+}
+
+// The CTest runs GoldensWithoutAvx512 / GoldensOnBaselineX86 set SAM2RT_MAX_SIMD;
+// this checks the cap took effect there (and that no cap means the CPU's level).
+TEST(FastKernels, SimdLevelHonoursTheEnvironmentCap) {
+  const char* cap = std::getenv("SAM2RT_MAX_SIMD");
+  if (cap == nullptr) GTEST_SKIP() << "SAM2RT_MAX_SIMD not set";
+  const std::string name(cap);
+  if (name == "avx2") {
+    EXPECT_LE(best_simd_level(), SimdLevel::avx2);
+  } else if (name == "baseline") {
+    EXPECT_EQ(best_simd_level(), SimdLevel::baseline);
+  }
+  if (best_simd_level() < SimdLevel::avx512) {
+    EXPECT_FALSE(gelu_path_supported(GeluPath::kAvx512Float));
+    EXPECT_FALSE(bf16_gemm_supported());
+  }
+  if (best_simd_level() < SimdLevel::avx2) {
+    EXPECT_FALSE(gelu_path_supported(GeluPath::kAvx2));
+  }
 }
 
 TEST(FastKernels, SoftmaxEveryPathMatchesReference) {

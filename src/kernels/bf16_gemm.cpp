@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/simd.h"
+
 
 namespace sam2rt {
 
@@ -94,8 +96,7 @@ const std::array<std::array<TileFunction, kVectors>, kRows> tile_table = {
 }  // namespace
 
 bool bf16_gemm_supported() {
-  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  static const bool supported = best_simd_level() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512bf16");
   return supported;
 }
 

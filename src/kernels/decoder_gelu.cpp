@@ -7,6 +7,8 @@
 #include <numbers>
 #include <vector>
 
+#include "kernels/simd.h"
+
 namespace sam2rt {
 
 namespace {
@@ -235,11 +237,11 @@ bool gelu_path_supported(GeluPath path) {
     case GeluPath::kPortable:
       return true;
     case GeluPath::kAvx2:
-      return __builtin_cpu_supports("avx2");
+      return best_simd_level() >= SimdLevel::avx2;
     case GeluPath::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+      return best_simd_level() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512dq");
     case GeluPath::kAvx512Float:
-      return __builtin_cpu_supports("avx512f");
+      return best_simd_level() >= SimdLevel::avx512;
   }
   return false;
 }

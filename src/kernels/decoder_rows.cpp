@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "kernels/norm.h"
+#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -25,7 +26,7 @@ void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, cons
 }
 
 void add_rows(const float* a, const float* b, int64_t count, float* out) {
-  static const bool has_avx2 = __builtin_cpu_supports("avx2");
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
   if (has_avx2) {
     add_rows_avx2(a, b, count, out);
     return;

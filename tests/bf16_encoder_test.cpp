@@ -12,6 +12,7 @@
 
 #include "decoder_goldens.h"
 #include "io/image.h"
+#include "kernels/matmul.h"
 #include "model/image_encoder.h"
 #include "model/preprocess.h"
 #include "model/sam_heads.h"
@@ -30,6 +31,7 @@ double thresholded_iou(const float* a, const float* b, int64_t pixels) {
 }
 
 TEST(Bf16Encoder, TinyGoldenMasksMatchFp32) {
+  if (!bf16_matmul_supported()) GTEST_SKIP() << "oneDNN cannot run bfloat16 on this CPU";
   const testing::DecoderCase c = testing::load_decoder_case(testing::tiny_dir(), preset_config("tiny"));
   const ImageEncoder encoder(c.config, c.weights);
   const Tensor input =

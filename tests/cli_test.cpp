@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,7 @@
 #include "core/tensor_compare.h"
 #include "io/image.h"
 #include "io/safetensors.h"
+#include "kernels/matmul.h"
 
 namespace sam2rt::testing {
 namespace {
@@ -139,6 +142,7 @@ std::vector<std::string> micro_encode(const ScratchDir& s, const std::string& ou
 
 // A features file says which arithmetic made it; bf16 really changes the numbers.
 TEST(Cli, EncodeRecordsPrecisionInMetadata) {
+  if (!bf16_matmul_supported()) GTEST_SKIP() << "oneDNN cannot run bfloat16 on this CPU";
   ScratchDir s("precision_meta");
   CliResult r = run_cli(micro_encode(s, "fp32.safetensors", {}), s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -173,6 +177,7 @@ TEST(Cli, UnknownPrecisionIsAUsageError) {
 
 // A bf16 run writes its mask like an fp32 one, from logits that are not the fp32 ones.
 TEST(Cli, SegmentBf16WritesAMask) {
+  if (!bf16_matmul_supported()) GTEST_SKIP() << "oneDNN cannot run bfloat16 on this CPU";
   ScratchDir s("precision_segment");
   CliResult r = run_cli(
       micro_segment(s, {"--point", "110,41", "--precision", "bf16", "--logits", s.file("bf16.safetensors")}), s);
@@ -192,10 +197,16 @@ TEST(Cli, SegmentBf16WritesAMask) {
 // matmuls: the user gets one line that says what to use instead.
 TEST(Cli, Bf16WithoutAvx512SaysToUseFp32) {
   ScratchDir s("precision_avx2");
+  const char* outer = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string saved = outer ? outer : "";
   ::setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
   const CliResult bf16 = run_cli(micro_segment(s, {"--point", "110,41", "--precision", "bf16"}), s);
   const CliResult fp32 = run_cli(micro_segment(s, {"--point", "110,41"}), s);
-  ::unsetenv("ONEDNN_MAX_CPU_ISA");
+  if (outer) {
+    ::setenv("ONEDNN_MAX_CPU_ISA", saved.c_str(), 1);
+  } else {
+    ::unsetenv("ONEDNN_MAX_CPU_ISA");
+  }
   expect_error(bf16, "use --precision fp32");
   EXPECT_EQ(fp32.exit_code, 0) << fp32.err;
 }

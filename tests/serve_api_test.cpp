@@ -26,6 +26,7 @@
 #include "api/segment_request.h"
 #include "core/error.h"
 #include "io/image.h"
+#include "kernels/matmul.h"
 #include "test_paths.h"
 
 namespace sam2rt {
@@ -607,6 +608,7 @@ TEST(ServeApiProcess, EvictsTheOldestImagesWhenTheCacheIsFullAndStopsCleanlyOnSi
 // --precision bf16 applies to every upload: the answers are those of an
 // in-process bf16 encode (which differ from fp32 ones), and /healthz says so.
 TEST(ServeApiProcess, Bf16PrecisionAppliesToEveryUpload) {
+  if (!bf16_matmul_supported()) GTEST_SKIP() << "oneDNN cannot run bfloat16 on this CPU";
   ServerProcess server({"--precision", "bf16"});
   ASSERT_GT(server.port(), 0) << server.url();
   auto client = server.client();

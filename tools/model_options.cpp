@@ -53,6 +53,7 @@ ModelSource ModelOptions::source() const {
 }
 
 std::shared_ptr<const Sam2Model> ModelOptions::load() const {
+  encoder_precision();  // refuse a precision this CPU cannot run before loading anything
   if (threads > 0) omp_set_num_threads(threads);
   const ModelSource src = source();
   const auto start = std::chrono::steady_clock::now();
@@ -63,6 +64,14 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
                  "note: synthetic weights are for testing and benchmarking only; their masks are meaningless\n");
   }
   return model;
+}
+
+Precision ModelOptions::encoder_precision() const {
+  const Precision chosen = parse_precision(precision);
+  if (chosen == Precision::bf16 && !bf16_matmul_supported()) {
+    throw Error("--precision bf16: oneDNN cannot run bfloat16 on this CPU (it needs AVX-512); use --precision fp32");
+  }
+  return chosen;
 }
 
 double milliseconds_since(const std::chrono::steady_clock::time_point& start) {

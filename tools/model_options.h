@@ -25,8 +25,9 @@ struct ModelOptions {
 
   void add_to(CLI::App& command);
   ModelSource source() const;
-  // The arithmetic of the image encoder (--precision).
-  Precision encoder_precision() const { return parse_precision(precision); }
+  // The arithmetic of the image encoder (--precision); Error when this CPU cannot
+  // run it.
+  Precision encoder_precision() const;
   // Applies --threads, loads and validates the model; prints what was loaded
   // (and a warning that synthetic weights give meaningless masks) to stderr.
   std::shared_ptr<const Sam2Model> load() const;

@@ -39,6 +39,21 @@ Precision parse_precision(std::string_view name) {
   throw Error("unknown precision '" + std::string(name) + "': use fp32 or bf16");
 }
 
+bool bf16_matmul_supported() {
+  static const bool supported = [] {
+    const memory::desc a({1, 2}, memory::data_type::bf16, memory::format_tag::ab);
+    const memory::desc b({2, 2}, memory::data_type::bf16, memory::format_tag::ab);
+    const memory::desc c({1, 2}, memory::data_type::f32, memory::format_tag::ab);
+    try {
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return supported;
+}
+
 struct PackedLinear::Entry {
   dnnl::matmul primitive;
   memory weights;  // in the primitive's layout

@@ -16,6 +16,10 @@ const char* precision_name(Precision precision);
 // The inverse of precision_name; Error for any other name.
 Precision parse_precision(std::string_view name);
 
+// Whether oneDNN can run bfloat16 matmuls on this CPU (it needs AVX-512; also
+// false under ONEDNN_MAX_CPU_ISA below it). Probed once.
+bool bf16_matmul_supported();
+
 // What the GEMM does to its result before storing it.
 enum class Epilogue {
   none,        // y = x W^T + b

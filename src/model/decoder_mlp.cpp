@@ -24,9 +24,11 @@ void DecoderLinear::apply(const float* x, int64_t rows, float* y) const {
 }
 
 void DecoderLinear::apply_by_columns(const float* x, int64_t rows, float* y, int threads) const {
-  // Column blocks of whole cache lines, at least two per thread.
+  // Fixed column blocks, whatever the thread count: the GEMM shapes, and so the
+  // rounding, are the same for a prompt decoded alone or within a batch.
+  constexpr int64_t kColumnBlock = 256;
   const int64_t in = in_features(), out = out_features();
-  const int64_t block = std::max<int64_t>(16, (out / (2 * std::max(threads, 1)) + 15) / 16 * 16);
+  const int64_t block = kColumnBlock;
   for_row_blocks(threads, out, block, [&](int64_t j0, int64_t j1) {
     for (int64_t r = 0; r < rows; ++r) std::copy(bias.data() + j0, bias.data() + j1, y + r * out + j0);
     gemm({.m = rows, .n = j1 - j0, .k = in, .a = x, .lda = in, .b = weight.data() + j0 * in, .ldb = in,

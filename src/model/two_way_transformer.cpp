@@ -73,7 +73,10 @@ void DecoderAttention::attend_image(const float* q, int64_t nq, const float* key
   // Per (query, head) row: scores over the image rows, softmax, then the
   // probability-weighted sum of the value inputs.
   Tensor scores = Tensor::uninitialized({pairs, n}), mixed_inputs = Tensor::uninitialized({pairs, c});
-  const int64_t block = std::max<int64_t>(1, (pairs + threads - 1) / std::max(threads, 1));
+  // Fixed blocks of (query, head) rows, whatever the thread count: same GEMM
+  // shapes and rounding for a prompt decoded alone or within a batch.
+  constexpr int64_t kPairBlock = 32;
+  const int64_t block = kPairBlock;
   for_row_blocks(threads, pairs, block, [&](int64_t p0, int64_t p1) {
     const int64_t rows = p1 - p0;
     gemm({.m = rows, .n = n, .k = c, .a = folded.data() + p0 * c, .lda = c, .b = keys_pe, .ldb = c,

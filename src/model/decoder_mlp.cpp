@@ -49,7 +49,7 @@ DecoderMlp DecoderMlp::load(const WeightMap& weights, const std::string& prefix,
 Tensor DecoderMlp::operator()(const Tensor& x, int threads) const {
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (threads > 1 && h.rank() == 2 && h.dim(1) == layers[i].in_features()) {
+    if (h.rank() == 2 && h.dim(1) == layers[i].in_features()) {
       Tensor y = Tensor::uninitialized({h.dim(0), layers[i].out_features()});
       layers[i].apply_by_columns(h.data(), h.dim(0), y.data(), threads);
       h = y;

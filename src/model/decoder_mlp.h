@@ -15,8 +15,9 @@ struct DecoderLinear {
   Tensor operator()(const Tensor& x) const;
   // y[rows, out] = x[rows, in] W^T + b on raw rows (same arithmetic as operator()).
   void apply(const float* x, int64_t rows, float* y) const;
-  // The same with the output columns shared by `threads` workers: for few rows,
-  // where reading the weight is the cost.
+  // The same in fixed blocks of output columns shared by `threads` workers (for
+  // few rows, where reading the weight is the cost); the rounding does not depend
+  // on the thread count.
   void apply_by_columns(const float* x, int64_t rows, float* y, int threads) const;
   int64_t in_features() const { return weight.dim(1); }
   int64_t out_features() const { return weight.dim(0); }
@@ -29,6 +30,7 @@ struct DecoderMlp {
   bool sigmoid_output = false;
   static DecoderMlp load(const WeightMap& weights, const std::string& prefix, int num_layers,
                          bool sigmoid_output = false);
+  // x [rows, in]; every layer runs by column blocks over `threads` workers.
   Tensor operator()(const Tensor& x, int threads = 1) const;
 };
 

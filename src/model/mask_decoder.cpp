@@ -144,8 +144,8 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
     const auto up = uninitialized(up_pixels * up_c);
     conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1.get(),
                                    scratch.get());
-    add_layer_norm_rows(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
-                        kLayerNorm2dEps);
+    add_layer_norm_rows(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c,
+                        upscale_norm_w_.data(), upscale_norm_b_.data(), kLayerNorm2dEps);
     gelu_exact_inplace(up1.get(), up1_pixels * up1_c);
     conv_transpose_2x2_stride2_hwc(up1.get(), up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up.get(),
                                    scratch.get());

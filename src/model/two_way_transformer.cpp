@@ -119,7 +119,6 @@ FoldedTokenAttention DecoderAttention::fold_tokens(const Tensor& token_k, const 
   // h's columns when the queries come projected); of value_out: v_{j,h} Wo_h^T.
   std::vector<float> scaled_k(static_cast<size_t>(tokens * width));
   std::transform(token_k.begin(), token_k.end(), scaled_k.begin(), [scale](float v) { return v * scale; });
-  std::fill(f.score_weight.begin(), f.score_weight.end(), 0.0f);
   for (int64_t h = 0; h < num_heads; ++h) {
     float* score_rows = f.score_weight.data() + h * tokens * in;
     const float* keys = scaled_k.data() + h * head_dim;

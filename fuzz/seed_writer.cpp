@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
 #include "test_image_writer.h"
+#include "test_pickle_builder.h"
 #include "test_zip_builder.h"
 
 namespace {
@@ -25,6 +26,7 @@ using sam2rt::testing::encode_test_png_rows;
 using sam2rt::testing::exif_with_orientation;
 using sam2rt::testing::JpegSpec;
 using sam2rt::testing::png_channels;
+using sam2rt::testing::PickleBytes;
 using sam2rt::testing::PngSpec;
 using sam2rt::testing::to_bytes;
 using sam2rt::testing::ZipBuilder;
@@ -58,36 +60,6 @@ void write_seed(const std::string& target, const std::string& name, const Bytes&
 // ---------------------------------------------------------------------------
 // torch.save checkpoints
 
-class Pickle {
- public:
-  Pickle& op(uint8_t code) {
-    bytes.push_back(code);
-    return *this;
-  }
-  Pickle& raw(const std::string& text) {
-    bytes.insert(bytes.end(), text.begin(), text.end());
-    return *this;
-  }
-  Pickle& le(uint64_t value, int count) {
-    for (int i = 0; i < count; ++i) bytes.push_back(static_cast<uint8_t>(value >> (8 * i)));
-    return *this;
-  }
-  Pickle& str(const std::string& text) { return op('X').le(text.size(), 4).raw(text); }
-  Pickle& integer(int64_t value) {
-    if (value >= 0 && value < 256) return op('K').le(static_cast<uint64_t>(value), 1);
-    return op('J').le(static_cast<uint64_t>(value), 4);
-  }
-  Pickle& global(const std::string& module, const std::string& name) {
-    return op('c').raw(module + "\n" + name + "\n");
-  }
-  Pickle& int_tuple(const std::vector<int64_t>& values) {
-    op('(');
-    for (int64_t v : values) integer(v);
-    return op('t');
-  }
-  Bytes bytes;
-};
-
 struct SeedTensor {
   std::string key, storage_type, storage_key;
   int64_t storage_numel, offset;
@@ -97,7 +69,7 @@ struct SeedTensor {
 // torch.save({"model": state_dict}) as torch writes it: protocol 2, a memoised
 // _rebuild_tensor_v2, the state dict's _metadata attribute.
 Bytes state_dict_pickle(const std::vector<SeedTensor>& tensors, bool wrap_in_model) {
-  Pickle p;
+  PickleBytes p;
   p.op(0x80).op(2);
   if (wrap_in_model) p.op('}').str("model");
   p.global("collections", "OrderedDict").op(')').op('R').op('(');
@@ -118,12 +90,12 @@ Bytes state_dict_pickle(const std::vector<SeedTensor>& tensors, bool wrap_in_mod
   p.op('}').str("_metadata").global("collections", "OrderedDict").op(')').op('R');
   p.str("").op('}').str("version").integer(1).op('s').op('s').op('s').op('b');
   if (wrap_in_model) p.op('s');
-  return p.op('.').bytes;
+  return p.op('.').bytes();
 }
 
 // The same dict the way a protocol 4 pickler frames and memoises it.
 Bytes protocol4_pickle() {
-  Pickle p;
+  PickleBytes p;
   p.op(0x80).op(4).op(0x95).le(0, 8);
   p.op('}').op(0x94).op(0x8c).le(5, 1).raw("model").op(0x94);
   p.op(0x8c).le(11, 1).raw("collections").op(0x94).op(0x8c).le(11, 1).raw("OrderedDict").op(0x94).op(0x93).op(0x94);
@@ -135,9 +107,10 @@ Bytes protocol4_pickle() {
   p.op('K').le(0, 1).op('K').le(2, 1).op('K').le(3, 1).op(0x86).op('K').le(3, 1).op('K').le(1, 1).op(0x86);
   p.op(0x89).op('h').le(4, 1).op(')').op('R').op('t').op('R').op('s').op('s').op('.');
   // The frame length covers everything after its own 8 bytes.
-  const uint64_t frame = p.bytes.size() - 11;
-  for (int i = 0; i < 8; ++i) p.bytes[3 + i] = static_cast<uint8_t>(frame >> (8 * i));
-  return p.bytes;
+  Bytes bytes = p.bytes();
+  const uint64_t frame = bytes.size() - 11;
+  for (int i = 0; i < 8; ++i) bytes[3 + i] = static_cast<uint8_t>(frame >> (8 * i));
+  return bytes;
 }
 
 Bytes floats(const std::vector<float>& values) {

@@ -8,7 +8,8 @@
 
 namespace sam2rt {
 
-Predictor::Predictor(std::shared_ptr<const Sam2Model> model) : model_(std::move(model)) {}
+Predictor::Predictor(std::shared_ptr<const Sam2Model> model, MaskFill fill)
+    : model_(std::move(model)), fill_(fill) {}
 
 void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
   const int size = model_->config().image_size;
@@ -58,13 +59,13 @@ const DecoderFeatures& Predictor::features() const {
 MaskPrediction Predictor::predict(const Prompt& prompt, bool multimask) const {
   validate_prompt(prompt, orig_width_, orig_height_, model_->config());
   features();  // throws when no image is set
-  return model_->heads().predict(decoder_state_, prompt, multimask, orig_width_, orig_height_);
+  return model_->heads().predict(decoder_state_, prompt, multimask, orig_width_, orig_height_, fill_);
 }
 
 std::vector<MaskPrediction> Predictor::predict_batch(const std::vector<Prompt>& prompts, bool multimask) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_width_, orig_height_, model_->config());
   features();  // throws when no image is set
-  return model_->heads().predict_batch(decoder_state_, prompts, multimask, orig_width_, orig_height_);
+  return model_->heads().predict_batch(decoder_state_, prompts, multimask, orig_width_, orig_height_, fill_);
 }
 
 }  // namespace sam2rt

@@ -16,7 +16,8 @@ namespace sam2rt {
 // features), then predict masks for any number of prompts on it.
 class Predictor {
  public:
-  explicit Predictor(std::shared_ptr<const Sam2Model> model);
+  // fill: SAM2ImagePredictor's mask_threshold, max_hole_area and max_sprinkle_area.
+  explicit Predictor(std::shared_ptr<const Sam2Model> model, MaskFill fill = {});
 
   // Preprocesses (Pillow bilinear + normalise) and encodes the photo.
   void set_image(const RgbImage& image, const EncodeOptions& options = {});
@@ -34,9 +35,11 @@ class Predictor {
   std::vector<MaskPrediction> predict_batch(const std::vector<Prompt>& prompts, bool multimask) const;
 
   const Sam2Model& model() const { return *model_; }
+  const MaskFill& fill() const { return fill_; }
 
  private:
   std::shared_ptr<const Sam2Model> model_;
+  MaskFill fill_;
   EncoderOutputs outputs_;
   DecoderImageState decoder_state_;  // what every prompt on the current image shares
   bool has_image_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/bilinear_resize.h"
+#include "kernels/connected_components.h"
 
 namespace sam2rt {
 
@@ -45,6 +46,32 @@ MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const 
 
 Tensor upscale_masks_to_original(const Tensor& low_res, int orig_w, int orig_h) {
   return bilinear_resize(low_res, orig_h, orig_w);
+}
+
+void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill) {
+  if (!fill.active()) return;
+  const int64_t h = low_res.dim(-2), w = low_res.dim(-1), pixels = h * w, planes = low_res.numel() / pixels;
+  std::vector<uint8_t> background(static_cast<size_t>(pixels)), foreground(static_cast<size_t>(pixels));
+  for (int64_t p = 0; p < planes; ++p) {
+    float* plane = low_res.data() + p * pixels;
+    for (int64_t i = 0; i < pixels; ++i) {
+      foreground[static_cast<size_t>(i)] = plane[i] > fill.threshold;
+      background[static_cast<size_t>(i)] = !foreground[static_cast<size_t>(i)];
+    }
+    // Both labellings come from the unfilled plane; holes and sprinkles are disjoint.
+    const std::vector<int32_t> hole_areas =
+        fill.max_hole_area > 0 ? component_areas(background.data(), h, w) : std::vector<int32_t>{};
+    const std::vector<int32_t> sprinkle_areas =
+        fill.max_sprinkle_area > 0 ? component_areas(foreground.data(), h, w) : std::vector<int32_t>{};
+    for (int64_t i = 0; i < pixels; ++i) {
+      const auto k = static_cast<size_t>(i);
+      if (!hole_areas.empty() && hole_areas[k] > 0 && hole_areas[k] <= fill.max_hole_area) {
+        plane[i] = fill.threshold + 10.0f;
+      } else if (!sprinkle_areas.empty() && sprinkle_areas[k] > 0 && sprinkle_areas[k] <= fill.max_sprinkle_area) {
+        plane[i] = fill.threshold - 10.0f;
+      }
+    }
+  }
 }
 
 Tensor clamp_low_res_logits(const Tensor& low_res) {

@@ -30,6 +30,19 @@ MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const 
 // (align_corners=False) from [M, L, L] straight to [M, orig_h, orig_w].
 Tensor upscale_masks_to_original(const Tensor& low_res, int orig_w, int orig_h);
 
+// SAM2Transforms.postprocess_masks' filling, done on the low-res logits before the
+// upsampling (the official code needs a CUDA extension for it and skips it on CPU).
+struct MaskFill {
+  float threshold = 0.0f;        // the predictor's mask_threshold
+  double max_hole_area = 0;      // background components of at most this many low-res pixels -> threshold + 10
+  double max_sprinkle_area = 0;  // foreground components of at most this many low-res pixels -> threshold - 10
+  bool active() const { return max_hole_area > 0 || max_sprinkle_area > 0; }
+};
+
+// In place on [M, L, L] logits: 8-connected components of (l <= threshold) and of
+// (l > threshold), both found on the unfilled logits, border components included.
+void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill);
+
 // The low-res logits predict() returns: clamped to [-32, 32] (after the upsampling
 // used the unclamped values).
 Tensor clamp_low_res_logits(const Tensor& low_res);

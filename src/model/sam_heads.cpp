@@ -12,9 +12,15 @@ namespace sam2rt {
 namespace {
 
 // Upscales the selected logits to the original size and clamps the low-res ones.
-void finish(MaskPrediction& r, int orig_w, int orig_h) {
+void finish(MaskPrediction& r, int orig_w, int orig_h, const MaskFill& fill) {
   ScopedStage stage("decoder: masks to the original size");
-  r.masks = upscale_masks_to_original(r.low_res_masks, orig_w, orig_h);
+  if (fill.active()) {
+    Tensor filled = r.low_res_masks.clone();
+    fill_holes_and_sprinkles(filled, fill);
+    r.masks = upscale_masks_to_original(filled, orig_w, orig_h);
+  } else {
+    r.masks = upscale_masks_to_original(r.low_res_masks, orig_w, orig_h);
+  }
   r.low_res_masks = clamp_low_res_logits(r.low_res_masks);
 }
 
@@ -71,27 +77,28 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
 }
 
 MaskPrediction SamHeads::predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
-                                 int orig_h) const {
+                                 int orig_h, const MaskFill& fill) const {
   validate_prompt(prompt, orig_w, orig_h, config_);
   MaskPrediction r;
   {
     const DecoderThreads threads;
     r = decode(image, prompt, multimask, orig_w, orig_h, threads.count());
   }
-  finish(r, orig_w, orig_h);
+  finish(r, orig_w, orig_h, fill);
   return r;
 }
 
 MaskPrediction SamHeads::predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
-                                 int orig_h) const {
+                                 int orig_h, const MaskFill& fill) const {
   validate_prompt(prompt, orig_w, orig_h, config_);
-  return predict(prepare_image(features), prompt, multimask, orig_w, orig_h);
+  return predict(prepare_image(features), prompt, multimask, orig_w, orig_h, fill);
 }
 
 std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
-                                                    bool multimask, int orig_w, int orig_h) const {
+                                                    bool multimask, int orig_w, int orig_h,
+                                                    const MaskFill& fill) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
-  if (prompts.size() == 1) return {predict(image, prompts.front(), multimask, orig_w, orig_h)};
+  if (prompts.size() == 1) return {predict(image, prompts.front(), multimask, orig_w, orig_h, fill)};
 
   std::vector<MaskPrediction> results(prompts.size());
   const DecoderThreads threads;
@@ -104,7 +111,7 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
     try {
       MaskPrediction& r = results[static_cast<size_t>(i)];
       r = decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1);
-      finish(r, orig_w, orig_h);
+      finish(r, orig_w, orig_h, fill);
     } catch (...) {
 #pragma omp critical(sam_heads_failure)
       if (!failure) failure = std::current_exception();
@@ -115,9 +122,10 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
 }
 
 std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
-                                                    bool multimask, int orig_w, int orig_h) const {
+                                                    bool multimask, int orig_w, int orig_h,
+                                                    const MaskFill& fill) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
-  return predict_batch(prepare_image(features), prompts, multimask, orig_w, orig_h);
+  return predict_batch(prepare_image(features), prompts, multimask, orig_w, orig_h, fill);
 }
 
 }  // namespace sam2rt

@@ -7,6 +7,7 @@
 #include "model/config.h"
 #include "model/features.h"
 #include "model/mask_decoder.h"
+#include "model/mask_postprocess.h"
 #include "model/prompt.h"
 #include "model/prompt_encoder.h"
 
@@ -46,17 +47,19 @@ class SamHeads {
   DecoderImageState prepare_image(const DecoderFeatures& features) const;
 
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
+  // `fill` is applied to the low-res logits before the upsampling of `masks`
+  // (low_res_masks stay unfilled, as in the official predictor).
   MaskPrediction predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
-                         int orig_h) const;
+                         int orig_h, const MaskFill& fill = {}) const;
   MaskPrediction predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
-                         int orig_h) const;
+                         int orig_h, const MaskFill& fill = {}) const;
 
   // Many prompts on one image; results are in input order and equal predict() one
   // by one. All prompts are validated before any work starts.
   std::vector<MaskPrediction> predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
-                                            bool multimask, int orig_w, int orig_h) const;
+                                            bool multimask, int orig_w, int orig_h, const MaskFill& fill = {}) const;
   std::vector<MaskPrediction> predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
-                                            bool multimask, int orig_w, int orig_h) const;
+                                            bool multimask, int orig_w, int orig_h, const MaskFill& fill = {}) const;
 
  private:
   // Everything but the upscaling to the original size: masks is left empty and

@@ -48,7 +48,7 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   MaskDecoderOutput decoded;
   if (prompt.mask_input.empty()) {
     r.dense_embeddings = no_mask_dense_;
-    decoded = mask_decoder_.predict_masks(image, image.no_mask, r.sparse_embeddings, threads);
+    decoded = mask_decoder_.predict_masks(image, r.sparse_embeddings, threads);
   } else {
     r.dense_embeddings = prompt_encoder_.embed_dense(prompt);
     const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);

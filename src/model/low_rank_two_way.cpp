@@ -306,7 +306,15 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   const Tensor& g2 = second_.norm4.weight;
   Tensor row_scale2 = Tensor::uninitialized({n}), coef = Tensor::uninitialized({n, ldw});
   Tensor final_basis = Tensor::uninitialized({ldw, c});
-  Tensor final_keys = Tensor::uninitialized({n, d_final}), final_values = Tensor::uninitialized({n, d_final});
+  // The final token -> image attention, folded like the first ones: its scores
+  // [heads * T, HW] are per-head products of the queries with the rows' shared
+  // part plus the queries dotted with the basis's keys times coef; its mixed
+  // values the probabilities times the shared values plus times coef.
+  const DecoderAttention& final_attn = final_attn_;
+  const int64_t heads_f = final_attn.num_heads, head_dim_f = d_final / heads_f, pairs_f = heads_f * t;
+  const float scale_f = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_f)));
+  const Tensor final_queries = split_heads(final_attn.q_proj(add(queries, query_pe)), heads_f, scale_f);
+  Tensor final_probs = Tensor::uninitialized({pairs_f, n});
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
@@ -331,7 +339,12 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
     for (int64_t j = 0; j < c; ++j) final_basis[r * c + j] = image.c_centered[j] * g2[j];
     const Tensor queries_weight2 = project_rows(basis0, image_to_token1.q_proj.weight);
     const Tensor final_keys_weight = project_rows(final_basis, final_attn_.k_proj.weight);
-    const Tensor final_values_weight = project_rows(final_basis, final_attn_.v_proj.weight);
+    Tensor basis_scores = Tensor::uninitialized({pairs_f, ldw});
+    for (int64_t h = 0; h < heads_f; ++h) {
+      gemm({.m = t, .n = ldw, .k = head_dim_f, .a = final_queries.data() + h * t * head_dim_f, .lda = head_dim_f,
+            .b = final_keys_weight.data() + h * head_dim_f, .ldb = d_final, .b_transposed = true,
+            .c = basis_scores.data() + h * t * ldw, .ldc = ldw});
+    }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       float* w = coef.data() + r0 * ldw;
@@ -377,23 +390,45 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
         for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
         w[i * ldw + r] = a2;
       }
-      // The final attention's keys and values of these rows.
+      // The final attention's scores of these rows.
+      std::vector<float> keys(static_cast<size_t>(rows * d_final));
       scale_rows_add(row_scale2.data() + r0, image.final_keys_shared.data() + r0 * d_final, d_final,
-                     image.final_keys_const.data() + r0 * d_final, d_final, rows, d_final,
-                     final_keys.data() + r0 * d_final, d_final);
-      gemm({.m = rows, .n = d_final, .k = ldw, .a = w, .lda = ldw, .b = final_keys_weight.data(), .ldb = d_final,
-            .b_transposed = false, .c = final_keys.data() + r0 * d_final, .ldc = d_final, .accumulate = true});
-      scale_rows_add(row_scale2.data() + r0, image.final_values_shared.data() + r0 * d_final, d_final,
-                     image.final_values_const.data(), 0, rows, d_final, final_values.data() + r0 * d_final, d_final);
-      gemm({.m = rows, .n = d_final, .k = ldw, .a = w, .lda = ldw, .b = final_values_weight.data(), .ldb = d_final,
-            .b_transposed = false, .c = final_values.data() + r0 * d_final, .ldc = d_final, .accumulate = true});
+                     image.final_keys_const.data() + r0 * d_final, d_final, rows, d_final, keys.data(), d_final);
+      for (int64_t h = 0; h < heads_f; ++h) {
+        gemm({.m = t, .n = rows, .k = head_dim_f, .a = final_queries.data() + h * t * head_dim_f, .lda = head_dim_f,
+              .b = keys.data() + h * head_dim_f, .ldb = d_final, .b_transposed = true,
+              .c = final_probs.data() + h * t * n + r0, .ldc = n});
+      }
+      gemm({.m = pairs_f, .n = rows, .k = ldw, .a = basis_scores.data(), .lda = ldw, .b = w, .ldb = ldw,
+            .b_transposed = true, .c = final_probs.data() + r0, .ldc = n, .accumulate = true});
     });
   }
 
   ScopedStage stage("decoder: final token -> image attention");
-  const Tensor q = final_attn_.q_proj(add(queries, query_pe));
+  const Tensor final_values_weight = project_rows(final_basis, final_attn.v_proj.weight);
+  Tensor mixed = Tensor::uninitialized({t, d_final});
+  for_row_blocks(threads, heads_f, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      float* head_probs = final_probs.data() + h * t * n;
+      softmax_rows(head_probs, t, n, n);
+      // sum_i P_i (row_scale_i shared values_i + coef_i basis values + constant values)
+      std::vector<float> scaled(static_cast<size_t>(t * n)), with_coef(static_cast<size_t>(t * ldw));
+      for (int64_t j = 0; j < t; ++j)
+        for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * row_scale2[i];
+      float* out = mixed.data() + h * head_dim_f;
+      for (int64_t j = 0; j < t; ++j) std::copy_n(image.final_values_const.data() + h * head_dim_f, head_dim_f, out + j * d_final);
+      gemm({.m = t, .n = head_dim_f, .k = n, .a = scaled.data(), .lda = n,
+            .b = image.final_values_shared.data() + h * head_dim_f, .ldb = d_final, .b_transposed = false, .c = out,
+            .ldc = d_final, .accumulate = true});
+      gemm({.m = t, .n = ldw, .k = n, .a = head_probs, .lda = n, .b = coef.data(), .ldb = ldw, .b_transposed = false,
+            .c = with_coef.data(), .ldc = ldw});
+      gemm({.m = t, .n = head_dim_f, .k = ldw, .a = with_coef.data(), .lda = ldw,
+            .b = final_values_weight.data() + h * head_dim_f, .ldb = d_final, .b_transposed = false, .c = out,
+            .ldc = d_final, .accumulate = true});
+    }
+  });
   Tensor attn_out({t, c});
-  final_attn_.attend_projected(q.data(), t, final_keys.data(), final_values.data(), n, attn_out.data(), threads);
+  final_attn.out_proj.apply(mixed.data(), t, attn_out.data());
   queries = final_norm_(add(queries, attn_out));
   return {queries, {row_scale2, coef, final_basis, second_.norm4.bias}};
 }

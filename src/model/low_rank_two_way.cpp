@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/buffer_pool.h"
 #include "kernels/decoder_head_products.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
@@ -18,6 +19,15 @@ namespace {
 constexpr float kLayerNormEps = 1e-5f;
 // Image rows per block of a row-parallel pass, as in TwoWayTransformer.
 constexpr int64_t kImageRowBlock = 256;
+
+// A prompt's image-sized buffers (~10 MB for Tiny) come from a pool: fresh memory
+// costs a page fault per 4 KiB on first touch, which on these machines costs more
+// than the arithmetic done on it. The pool keeps what the busiest moment needed
+// (a prompt per thread).
+Tensor image_sized(Shape shape) {
+  static BufferPool pool;
+  return pool.tensor(std::move(shape));
+}
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y = Tensor::uninitialized(a.shape());
@@ -92,6 +102,79 @@ Tensor project_rows(const Tensor& basis, const Tensor& weight) {
 std::vector<double> row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c) {
   std::vector<double> out(static_cast<size_t>(rows));
   dot_rows(a, lda, b, ldb, rows, c, out.data());
+  return out;
+}
+
+// Rows factored as row i = row_scale_i * shared_i + coef_i . basis + (per-row or
+// fixed) constants, as a token -> image attention sees them through its k/v
+// projections: keys_i = row_scale_i keys_shared_i + coef_i (basis Wk^T) + keys_const_i,
+// values_i = row_scale_i values_shared_i + coef_i (basis Wv^T) + values_const.
+struct FactoredImageRows {
+  const Tensor& row_scale;      // [HW]
+  const Tensor& coef;           // [HW, R]
+  const Tensor& basis;          // [R, C]
+  const Tensor& keys_shared;    // [HW, D]
+  const Tensor& keys_const;     // [HW, D], k_proj bias included
+  const Tensor& values_shared;  // [HW, D]
+  const Tensor& values_const;   // [D], v_proj bias included
+};
+
+// attn (a token -> image attention) of the queries q_in [T, C] over such rows, without
+// forming its [HW, D] keys and values: the scores [heads * T, HW] are per-head
+// products of the queries with the rows' shared and constant keys plus the
+// queries' dots with the basis keys times coef; the mixed values are the
+// probabilities times row_scale times the shared values, plus (probabilities
+// times coef) times the basis values, plus the constant (each row of
+// probabilities sums to 1). Heads are shared by `threads` workers; the rounding
+// does not depend on their number. Returns the output [T, C] (out_proj applied).
+Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, const FactoredImageRows& x,
+                            int threads) {
+  const int64_t t = q_in.dim(0), n = x.coef.dim(0), r = x.coef.dim(1), width = attn.internal_dim();
+  const int64_t heads = attn.num_heads, head_dim = width / heads, pairs = heads * t;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const Tensor queries = split_heads(attn.q_proj(q_in), heads, scale);
+  const Tensor basis_keys = project_rows(x.basis, attn.k_proj.weight);
+  const Tensor basis_values = project_rows(x.basis, attn.v_proj.weight);
+  Tensor basis_scores = Tensor::uninitialized({pairs, r});
+  for (int64_t h = 0; h < heads; ++h) {
+    gemm({.m = t, .n = r, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
+          .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+          .c = basis_scores.data() + h * t * r, .ldc = r});
+  }
+  Tensor probs = image_sized({pairs, n});
+  for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0;
+    std::vector<float> keys(static_cast<size_t>(rows * width));
+    scale_rows_add(x.row_scale.data() + r0, x.keys_shared.data() + r0 * width, width,
+                   x.keys_const.data() + r0 * width, width, rows, width, keys.data(), width);
+    for (int64_t h = 0; h < heads; ++h) {
+      gemm({.m = t, .n = rows, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
+            .b = keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+            .c = probs.data() + h * t * n + r0, .ldc = n});
+    }
+    gemm({.m = pairs, .n = rows, .k = r, .a = basis_scores.data(), .lda = r, .b = x.coef.data() + r0 * r, .ldb = r,
+          .b_transposed = true, .c = probs.data() + r0, .ldc = n, .accumulate = true});
+  });
+  Tensor mixed = Tensor::uninitialized({t, width});
+  for_row_blocks(threads, heads, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      float* head_probs = probs.data() + h * t * n;
+      softmax_rows(head_probs, t, n, n);
+      std::vector<float> scaled(static_cast<size_t>(t * n)), with_coef(static_cast<size_t>(t * r));
+      for (int64_t j = 0; j < t; ++j)
+        for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * x.row_scale[i];
+      float* out = mixed.data() + h * head_dim;
+      for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data() + h * head_dim, head_dim, out + j * width);
+      gemm({.m = t, .n = head_dim, .k = n, .a = scaled.data(), .lda = n, .b = x.values_shared.data() + h * head_dim,
+            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
+      gemm({.m = t, .n = r, .k = n, .a = head_probs, .lda = n, .b = x.coef.data(), .ldb = r, .b_transposed = false,
+            .c = with_coef.data(), .ldc = r});
+      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data(), .lda = r, .b = basis_values.data() + h * head_dim,
+            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
+    }
+  });
+  Tensor out({t, attn.out_proj.out_features()});
+  attn.out_proj.apply(mixed.data(), t, out.data());
   return out;
 }
 
@@ -227,9 +310,8 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   const DecoderAttention& image_to_token1 = second_.cross_attn_image_to_token;
   const int64_t heads0 = image_to_token0.num_heads, width0 = image_to_token0.internal_dim();
   const int64_t head_dim0 = width0 / heads0, pairs0 = heads0 * t;
-  const int64_t d_k1 = token_to_image1.internal_dim(), d_q2 = image_to_token1.internal_dim();
-  Tensor row_scale1 = Tensor::uninitialized({n}), coef0 = Tensor::uninitialized({n, pairs0});
-  Tensor keys1 = Tensor::uninitialized({n, d_k1}), values1 = Tensor::uninitialized({n, d_k1});
+  const int64_t d_q2 = image_to_token1.internal_dim();
+  Tensor row_scale1 = image_sized({n}), coef0 = image_sized({n, pairs0});
   Tensor values0, value_rows0, basis0;
   {
     ScopedStage stage("decoder: image -> token attention");
@@ -243,8 +325,6 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
     const Tensor gram0 = gram(centered0);
     basis0 = Tensor::uninitialized({pairs0, c});
     scale_columns_into(centered0, first_.norm4.weight, basis0, 0);
-    const Tensor keys_weight1 = project_rows(basis0, token_to_image1.k_proj.weight);
-    const Tensor values_weight1 = project_rows(basis0, token_to_image1.v_proj.weight);
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       float* p = coef0.data() + r0 * pairs0;
@@ -267,15 +347,6 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
         row_scale1[r0 + r] = a1;
         for (int64_t j = 0; j < pairs0; ++j) p[r * pairs0 + j] *= a1;
       }
-      // Block 1's token -> image keys and values of these rows.
-      scale_rows_add(row_scale1.data() + r0, image.keys1_shared.data() + r0 * d_k1, d_k1,
-                     image.keys1_const.data() + r0 * d_k1, d_k1, rows, d_k1, keys1.data() + r0 * d_k1, d_k1);
-      gemm({.m = rows, .n = d_k1, .k = pairs0, .a = p, .lda = pairs0, .b = keys_weight1.data(), .ldb = d_k1,
-            .b_transposed = false, .c = keys1.data() + r0 * d_k1, .ldc = d_k1, .accumulate = true});
-      scale_rows_add(row_scale1.data() + r0, image.values1_shared.data() + r0 * d_k1, d_k1,
-                     image.values1_const.data(), 0, rows, d_k1, values1.data() + r0 * d_k1, d_k1);
-      gemm({.m = rows, .n = d_k1, .k = pairs0, .a = p, .lda = pairs0, .b = values_weight1.data(), .ldb = d_k1,
-            .b_transposed = false, .c = values1.data() + r0 * d_k1, .ldc = d_k1, .accumulate = true});
     });
   }
 
@@ -287,9 +358,10 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   }
   {
     ScopedStage stage("decoder: token -> image attention");
-    const Tensor q = token_to_image1.q_proj(add(queries, query_pe));
-    Tensor attn_out({t, c});
-    token_to_image1.attend_projected(q.data(), t, keys1.data(), values1.data(), n, attn_out.data(), threads);
+    const Tensor attn_out = attend_factored_rows(
+        token_to_image1, add(queries, query_pe),
+        {row_scale1, coef0, basis0, image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const},
+        threads);
     queries = second_.norm2(add(queries, attn_out));
   }
   {
@@ -302,19 +374,10 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
   //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2.
   const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1, pairs1 = heads1 * t;
-  const int64_t r = pairs0 + pairs1, ldw = r + 1, d_final = final_attn_.internal_dim();
+  const int64_t r = pairs0 + pairs1, ldw = r + 1;
   const Tensor& g2 = second_.norm4.weight;
-  Tensor row_scale2 = Tensor::uninitialized({n}), coef = Tensor::uninitialized({n, ldw});
+  Tensor row_scale2 = image_sized({n}), coef = image_sized({n, ldw});
   Tensor final_basis = Tensor::uninitialized({ldw, c});
-  // The final token -> image attention, folded like the first ones: its scores
-  // [heads * T, HW] are per-head products of the queries with the rows' shared
-  // part plus the queries dotted with the basis's keys times coef; its mixed
-  // values the probabilities times the shared values plus times coef.
-  const DecoderAttention& final_attn = final_attn_;
-  const int64_t heads_f = final_attn.num_heads, head_dim_f = d_final / heads_f, pairs_f = heads_f * t;
-  const float scale_f = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_f)));
-  const Tensor final_queries = split_heads(final_attn.q_proj(add(queries, query_pe)), heads_f, scale_f);
-  Tensor final_probs = Tensor::uninitialized({pairs_f, n});
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
@@ -338,13 +401,6 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
     scale_columns_into(basis, g2, final_basis, 0);
     for (int64_t j = 0; j < c; ++j) final_basis[r * c + j] = image.c_centered[j] * g2[j];
     const Tensor queries_weight2 = project_rows(basis0, image_to_token1.q_proj.weight);
-    const Tensor final_keys_weight = project_rows(final_basis, final_attn_.k_proj.weight);
-    Tensor basis_scores = Tensor::uninitialized({pairs_f, ldw});
-    for (int64_t h = 0; h < heads_f; ++h) {
-      gemm({.m = t, .n = ldw, .k = head_dim_f, .a = final_queries.data() + h * t * head_dim_f, .lda = head_dim_f,
-            .b = final_keys_weight.data() + h * head_dim_f, .ldb = d_final, .b_transposed = true,
-            .c = basis_scores.data() + h * t * ldw, .ldc = ldw});
-    }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       float* w = coef.data() + r0 * ldw;
@@ -390,45 +446,15 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
         for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
         w[i * ldw + r] = a2;
       }
-      // The final attention's scores of these rows.
-      std::vector<float> keys(static_cast<size_t>(rows * d_final));
-      scale_rows_add(row_scale2.data() + r0, image.final_keys_shared.data() + r0 * d_final, d_final,
-                     image.final_keys_const.data() + r0 * d_final, d_final, rows, d_final, keys.data(), d_final);
-      for (int64_t h = 0; h < heads_f; ++h) {
-        gemm({.m = t, .n = rows, .k = head_dim_f, .a = final_queries.data() + h * t * head_dim_f, .lda = head_dim_f,
-              .b = keys.data() + h * head_dim_f, .ldb = d_final, .b_transposed = true,
-              .c = final_probs.data() + h * t * n + r0, .ldc = n});
-      }
-      gemm({.m = pairs_f, .n = rows, .k = ldw, .a = basis_scores.data(), .lda = ldw, .b = w, .ldb = ldw,
-            .b_transposed = true, .c = final_probs.data() + r0, .ldc = n, .accumulate = true});
     });
   }
 
   ScopedStage stage("decoder: final token -> image attention");
-  const Tensor final_values_weight = project_rows(final_basis, final_attn.v_proj.weight);
-  Tensor mixed = Tensor::uninitialized({t, d_final});
-  for_row_blocks(threads, heads_f, 1, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; ++h) {
-      float* head_probs = final_probs.data() + h * t * n;
-      softmax_rows(head_probs, t, n, n);
-      // sum_i P_i (row_scale_i shared values_i + coef_i basis values + constant values)
-      std::vector<float> scaled(static_cast<size_t>(t * n)), with_coef(static_cast<size_t>(t * ldw));
-      for (int64_t j = 0; j < t; ++j)
-        for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * row_scale2[i];
-      float* out = mixed.data() + h * head_dim_f;
-      for (int64_t j = 0; j < t; ++j) std::copy_n(image.final_values_const.data() + h * head_dim_f, head_dim_f, out + j * d_final);
-      gemm({.m = t, .n = head_dim_f, .k = n, .a = scaled.data(), .lda = n,
-            .b = image.final_values_shared.data() + h * head_dim_f, .ldb = d_final, .b_transposed = false, .c = out,
-            .ldc = d_final, .accumulate = true});
-      gemm({.m = t, .n = ldw, .k = n, .a = head_probs, .lda = n, .b = coef.data(), .ldb = ldw, .b_transposed = false,
-            .c = with_coef.data(), .ldc = ldw});
-      gemm({.m = t, .n = head_dim_f, .k = ldw, .a = with_coef.data(), .lda = ldw,
-            .b = final_values_weight.data() + h * head_dim_f, .ldb = d_final, .b_transposed = false, .c = out,
-            .ldc = d_final, .accumulate = true});
-    }
-  });
-  Tensor attn_out({t, c});
-  final_attn.out_proj.apply(mixed.data(), t, attn_out.data());
+  const Tensor attn_out = attend_factored_rows(final_attn_, add(queries, query_pe),
+                                               {row_scale2, coef, final_basis, image.final_keys_shared,
+                                                image.final_keys_const, image.final_values_shared,
+                                                image.final_values_const},
+                                               threads);
   queries = final_norm_(add(queries, attn_out));
   return {queries, {row_scale2, coef, final_basis, second_.norm4.bias}};
 }

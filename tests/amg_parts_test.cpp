@@ -162,6 +162,32 @@ TEST(UpscaledMaskScan, MatchesFullResizeThenCount) {
   }
 }
 
+TEST(UpscaledMaskScan, SkipsOnlyWhatIsClearlyBelow) {
+  // Mostly far below the cut-offs with a blob, values right at the margin, and
+  // one plane entirely above: the skipped parts must not change any count or run.
+  for (const float background : {-20.0f, -0.50001f, 5.0f}) {
+    std::vector<float> plane(16 * 16, background);
+    for (int y = 5; y < 9; ++y)
+      for (int x = 3; x < 12; ++x) plane[static_cast<size_t>(y * 16 + x)] = 3.0f + 0.1f * static_cast<float>(x - y);
+    plane[15 * 16 + 15] = -0.49999f;  // a corner just above `low`
+    for (const auto& [oh, ow] : std::vector<std::array<int64_t, 2>>{{64, 64}, {37, 91}, {7, 5}}) {
+      UpscaledMaskScanner scanner(16, 16, oh, ow);
+      UpscaledMaskSummary got;
+      scanner.scan(plane.data(), 0.0f, 0.5f, -0.5f, got);
+      const UpscaledMaskSummary want =
+          upscaled_mask_summary_reference(plane.data(), 16, 16, oh, ow, 0.0f, 0.5f, -0.5f);
+      EXPECT_EQ(got.above_high, want.above_high) << background << " " << oh << "x" << ow;
+      EXPECT_EQ(got.above_low, want.above_low) << background << " " << oh << "x" << ow;
+      ASSERT_EQ(got.runs.size(), want.runs.size()) << background << " " << oh << "x" << ow;
+      for (size_t i = 0; i < got.runs.size(); ++i) {
+        EXPECT_EQ(got.runs[i].x, want.runs[i].x);
+        EXPECT_EQ(got.runs[i].y0, want.runs[i].y0);
+        EXPECT_EQ(got.runs[i].y1, want.runs[i].y1);
+      }
+    }
+  }
+}
+
 TEST(AmgParams, EveryBadParameterIsNamed) {
   auto message = [](auto change) {
     AmgParams p;

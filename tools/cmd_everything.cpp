@@ -117,16 +117,8 @@ struct EverythingCommand {
 
   nlohmann::json report(const std::string& image_name, const RgbImage& image, AmgOutputMode mode,
                         const std::vector<AmgMask>& masks, const std::vector<std::string>& png_names) const {
-    nlohmann::json r = {{"format", "sam2-amg-1"},
-                        {"image", image_name},
-                        {"image_hw", {image.height, image.width}},
-                        {"model", model.source().describe()},
-                        {"params", amg_params_json(params, mode)},
-                        {"masks", nlohmann::json::array()}};
-    for (size_t i = 0; i < masks.size(); ++i) {
-      r["masks"].push_back(amg_record_json(masks[i], mode, png_names.empty() ? std::string() : png_names[i]));
-    }
-    return r;
+    return amg_report_json(image_name, image.height, image.width, model.source().describe(), params, mode, masks,
+                           png_names);
   }
 
   void run_batch_mode(AmgOutputMode mode) {

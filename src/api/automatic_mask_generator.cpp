@@ -44,8 +44,13 @@ struct Candidate {
 
 // A mask that passed the filters of its batch, box in the crop's frame.
 struct Kept {
-  AmgMask mask;
+  AmgMask mask;                          // segmentation empty while `logits` stands in for it
   std::array<int64_t, 4> box_in_crop{};  // XYXY, last set column/row
+  // The (filled) low-res logits, kept instead of the RLE where they are smaller
+  // (noisy masks on big photos have more runs than the plane has pixels); the
+  // RLE is made again, with the same scan, for the masks the NMS keeps. So a
+  // candidate waiting for the NMS never costs more than one low-res plane.
+  std::vector<float> logits;
 };
 
 // Full-image column-major RLE of the crop-frame runs (padded as uncrop_masks does).
@@ -287,8 +292,13 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
           if (near_crop_edge(box, crop, height, width)) continue;
           Kept result;
           result.box_in_crop = box;
-          result.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
-          result.mask.area = rle_area(result.mask.segmentation);
+          for (const ColumnRun& run : summary.runs) result.mask.area += run.y1 - run.y0;
+          const auto rle_bytes = static_cast<int64_t>(summary.runs.size() * 2 * sizeof(int64_t));
+          if (rle_bytes > plane * static_cast<int64_t>(sizeof(float))) {
+            result.logits.assign(logits, logits + plane);
+          } else {
+            result.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
+          }
           result.mask.predicted_iou = c.iou;
           result.mask.stability_score = stability;
           // uncrop_points: float32 point + int offset in float32.
@@ -320,6 +330,12 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
     const float crop_score = 1.0f / static_cast<float>(crop.width() * crop.height());
     for (const int64_t i : batched_nms(boxes, scores, p.box_nms_thresh)) {
       Kept& k = kept[static_cast<size_t>(i)];
+      if (!k.logits.empty()) {
+        UpscaledMaskSummary summary;
+        scanners.front().scan(k.logits.data(), threshold, high, low, summary);
+        k.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
+        k.logits = {};
+      }
       image_boxes.push_back(as_float({k.box_in_crop[0] + crop.x0, k.box_in_crop[1] + crop.y0,
                                       k.box_in_crop[2] + crop.x0, k.box_in_crop[3] + crop.y0}));
       crop_scores.push_back(crop_score);

@@ -68,7 +68,7 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   r.stability_score_token0 = selection.stability_score_token0;
   r.single_mask_token_used = selection.single_mask_token_used;
 
-  r.low_res_masks = Tensor({static_cast<int64_t>(r.token_indices.size()), l, l});
+  r.low_res_masks = Tensor::uninitialized({static_cast<int64_t>(r.token_indices.size()), l, l});  // filled below
   for (size_t m = 0; m < r.token_indices.size(); ++m) {
     std::copy_n(all_logits + r.token_indices[m] * pixels, pixels, r.low_res_masks.data() + static_cast<int64_t>(m) * pixels);
     r.iou_predictions.push_back(all_iou[r.token_indices[m]]);

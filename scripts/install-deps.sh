@@ -12,6 +12,7 @@ packages=(
   libcli11-dev           # command line
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
+  python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
 )
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)

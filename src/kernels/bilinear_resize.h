@@ -1,8 +1,19 @@
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace sam2rt {
+
+// The source taps of each output index along one axis (PyTorch's
+// compute_source_index_and_lambda for align_corners=False).
+struct LinearTaps {
+  std::vector<int64_t> lo, hi;
+  std::vector<float> w_lo, w_hi;
+};
+LinearTaps linear_taps(int64_t in, int64_t out);
 
 // F.interpolate(x, (out_h, out_w), mode="bilinear", align_corners=False) over the
 // last two axes of x (any leading axes), float32 with PyTorch's CPU index and

@@ -2,14 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "api/amg_json.h"
+#include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "cli_runner.h"
 #include "test_paths.h"
@@ -17,7 +28,9 @@
 namespace {
 
 using sam2rt::testing::fixtures_dir;
+using sam2rt::testing::read_text;
 using sam2rt::testing::ScratchDir;
+using sam2rt::testing::shell_quote;
 
 std::string micro_yaml() { return fixtures_dir() + "/micro/sam2.1_micro.yaml"; }
 std::string micro_image() { return fixtures_dir() + "/images/chelsea_288x112.png"; }
@@ -28,8 +41,16 @@ struct ModelDeleter {
 struct PredictorDeleter {
   void operator()(sam2rt_predictor* predictor) const { sam2rt_predictor_free(predictor); }
 };
+struct AmgDeleter {
+  void operator()(sam2rt_amg* amg) const { sam2rt_amg_free(amg); }
+};
+struct AmgResultDeleter {
+  void operator()(sam2rt_amg_result* result) const { sam2rt_amg_result_free(result); }
+};
 using ModelHandle = std::unique_ptr<sam2rt_model, ModelDeleter>;
 using PredictorHandle = std::unique_ptr<sam2rt_predictor, PredictorDeleter>;
+using AmgHandle = std::unique_ptr<sam2rt_amg, AmgDeleter>;
+using AmgResultHandle = std::unique_ptr<sam2rt_amg_result, AmgResultDeleter>;
 
 ModelHandle micro_model() { return ModelHandle(sam2rt_model_synthetic(0, nullptr, micro_yaml().c_str())); }
 
@@ -268,6 +289,275 @@ TEST(CApi, RefusesNullArgumentsWithoutCrashing) {
   sam2rt_masks_free(nullptr);
   sam2rt_predictor_free(nullptr);
   sam2rt_model_free(nullptr);
+}
+
+// ---- The automatic mask generator ----
+
+// The records of a C result as the C++ API's masks, checking on the way that each
+// record's COCO string and decoded mask agree with its uncompressed runs.
+std::vector<sam2rt::AmgMask> masks_of(const sam2rt_amg_result* result) {
+  std::vector<sam2rt::AmgMask> masks;
+  const int64_t count = sam2rt_amg_result_count(result);
+  EXPECT_GE(count, 0) << sam2rt_last_error();
+  for (int64_t i = 0; i < count; ++i) {
+    sam2rt_amg_mask record{};
+    EXPECT_EQ(sam2rt_amg_result_get(result, i, &record), 0) << sam2rt_last_error();
+    sam2rt::AmgMask& mask = masks.emplace_back();
+    mask.segmentation = {record.height, record.width,
+                         std::vector<int64_t>(record.rle_counts, record.rle_counts + record.num_rle_counts)};
+    mask.area = record.area;
+    std::copy_n(record.bbox, 4, mask.bbox.begin());
+    mask.predicted_iou = record.predicted_iou;
+    std::copy_n(record.point_coords, 2, mask.point_coords.begin());
+    mask.stability_score = record.stability_score;
+    std::copy_n(record.crop_box, 4, mask.crop_box.begin());
+    EXPECT_EQ(record.coco_rle, sam2rt::coco_rle_string(mask.segmentation)) << "mask " << i;
+    std::vector<uint8_t> pixels(static_cast<size_t>(record.height * record.width), 7);
+    EXPECT_EQ(sam2rt_amg_result_decode_mask(result, i, pixels.data(), static_cast<int64_t>(pixels.size())), 0)
+        << sam2rt_last_error();
+    EXPECT_EQ(pixels, sam2rt::decode_rle(mask.segmentation)) << "mask " << i;
+  }
+  return masks;
+}
+
+void expect_same_records(const std::vector<sam2rt::AmgMask>& actual, const std::vector<sam2rt::AmgMask>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    SCOPED_TRACE("mask " + std::to_string(i));
+    EXPECT_EQ(actual[i].segmentation.height, expected[i].segmentation.height);
+    EXPECT_EQ(actual[i].segmentation.width, expected[i].segmentation.width);
+    EXPECT_EQ(actual[i].segmentation.counts, expected[i].segmentation.counts);
+    EXPECT_EQ(actual[i].area, expected[i].area);
+    EXPECT_EQ(actual[i].bbox, expected[i].bbox);
+    EXPECT_EQ(std::memcmp(&actual[i].predicted_iou, &expected[i].predicted_iou, sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(actual[i].point_coords.data(), expected[i].point_coords.data(), 2 * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(&actual[i].stability_score, &expected[i].stability_score, sizeof(float)), 0);
+    EXPECT_EQ(actual[i].crop_box, expected[i].crop_box);
+  }
+}
+
+TEST(CApiAmg, DefaultsAreTheOfficialOnes) {
+  const sam2rt_amg_params p = sam2rt_amg_params_default();
+  EXPECT_EQ(p.points_per_side, 32);
+  EXPECT_EQ(p.points_per_batch, 64);
+  EXPECT_EQ(p.pred_iou_thresh, 0.8);
+  EXPECT_EQ(p.stability_score_thresh, 0.95);
+  EXPECT_EQ(p.stability_score_offset, 1.0);
+  EXPECT_EQ(p.mask_threshold, 0.0);
+  EXPECT_EQ(p.box_nms_thresh, 0.7);
+  EXPECT_EQ(p.crop_n_layers, 0);
+  EXPECT_EQ(p.crop_nms_thresh, 0.7);
+  EXPECT_EQ(p.crop_overlap_ratio, 512.0 / 1500.0);
+  EXPECT_EQ(p.crop_n_points_downscale_factor, 1);
+  EXPECT_EQ(p.min_mask_region_area, 0.0);
+  EXPECT_EQ(p.use_m2m, 0);
+  EXPECT_EQ(p.multimask_output, 1);
+  EXPECT_EQ(p.num_point_grids, 0);
+  EXPECT_EQ(p.point_grid_sizes, nullptr);
+  EXPECT_EQ(p.point_grids, nullptr);
+}
+
+// A golden case of ../shared/fixtures/amg through the C API: its records must be the
+// C++ generator's, bit for bit, and pass the fixtures' own checker.
+void check_golden_case(const std::string& name) {
+  const std::string golden_path = fixtures_dir() + "/amg/" + name + ".json";
+  const nlohmann::json golden = nlohmann::json::parse(read_text(golden_path));
+  ASSERT_EQ(golden["model"]["config"], "sam2.1_micro.yaml");
+  const nlohmann::json& g = golden["params"];
+  sam2rt_amg_params params = sam2rt_amg_params_default();
+  params.points_per_side = g["points_per_side"].get<int32_t>();
+  params.points_per_batch = g["points_per_batch"].get<int32_t>();
+  params.pred_iou_thresh = g["pred_iou_thresh"].get<double>();
+  params.stability_score_thresh = g["stability_score_thresh"].get<double>();
+  params.stability_score_offset = g["stability_score_offset"].get<double>();
+  params.mask_threshold = g["mask_threshold"].get<double>();
+  params.box_nms_thresh = g["box_nms_thresh"].get<double>();
+  params.crop_n_layers = g["crop_n_layers"].get<int32_t>();
+  params.crop_nms_thresh = g["crop_nms_thresh"].get<double>();
+  params.crop_overlap_ratio = g["crop_overlap_ratio"].get<double>();
+  params.crop_n_points_downscale_factor = g["crop_n_points_downscale_factor"].get<int32_t>();
+  params.min_mask_region_area = g["min_mask_region_area"].get<double>();
+  params.use_m2m = g["use_m2m"].get<bool>() ? 1 : 0;
+  params.multimask_output = g["multimask_output"].get<bool>() ? 1 : 0;
+
+  const std::string checkpoint = fixtures_dir() + "/micro/micro.pt";
+  ModelHandle model(sam2rt_model_load(checkpoint.c_str(), nullptr, micro_yaml().c_str()));
+  ASSERT_TRUE(model) << sam2rt_last_error();
+  AmgHandle amg(sam2rt_amg_new(model.get(), &params));
+  ASSERT_TRUE(amg) << sam2rt_last_error();
+  const std::string image = fixtures_dir() + "/images/" + golden["image"].get<std::string>();
+  AmgResultHandle result(sam2rt_amg_generate_file(amg.get(), image.c_str(), nullptr, nullptr));
+  ASSERT_TRUE(result) << sam2rt_last_error();
+  const std::vector<sam2rt::AmgMask> masks = masks_of(result.get());
+  EXPECT_FALSE(masks.empty());
+
+  sam2rt::ModelSource source;
+  source.checkpoint_path = checkpoint;
+  source.config_path = micro_yaml();
+  sam2rt::AmgParams cpp_params;
+  cpp_params.points_per_side = params.points_per_side;
+  cpp_params.points_per_batch = params.points_per_batch;
+  cpp_params.pred_iou_thresh = params.pred_iou_thresh;
+  cpp_params.stability_score_thresh = params.stability_score_thresh;
+  cpp_params.stability_score_offset = params.stability_score_offset;
+  cpp_params.mask_threshold = params.mask_threshold;
+  cpp_params.box_nms_thresh = params.box_nms_thresh;
+  cpp_params.crop_n_layers = params.crop_n_layers;
+  cpp_params.crop_nms_thresh = params.crop_nms_thresh;
+  cpp_params.crop_overlap_ratio = params.crop_overlap_ratio;
+  cpp_params.crop_n_points_downscale_factor = params.crop_n_points_downscale_factor;
+  cpp_params.min_mask_region_area = params.min_mask_region_area;
+  cpp_params.use_m2m = params.use_m2m != 0;
+  cpp_params.multimask_output = params.multimask_output != 0;
+  const sam2rt::AutomaticMaskGenerator generator(sam2rt::Sam2Model::load(source), cpp_params);
+  expect_same_records(masks, generator.generate(sam2rt::decode_image_file(image)));
+
+  ScratchDir scratch("c_api_amg_" + name);
+  const std::string candidate = scratch.file("candidate.json"), report = scratch.file("check.txt");
+  {
+    std::ofstream out(candidate);
+    out << sam2rt::amg_report_json(golden["image"].get<std::string>(), golden["image_hw"][0], golden["image_hw"][1],
+                                   source.describe(), cpp_params, sam2rt::AmgOutputMode::uncompressed_rle, masks);
+  }
+  const std::string command = "/usr/bin/python3 " + shell_quote(fixtures_dir() + "/amg/check_amg.py") + " " +
+                              shell_quote(golden_path) + " " + shell_quote(candidate) + " -v >" + shell_quote(report) +
+                              " 2>&1";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(report);
+}
+
+TEST(CApiAmg, MatchesTheGoldenWithNms) { check_golden_case("micro_nms_mt3"); }
+TEST(CApiAmg, MatchesTheGoldenWithCrops) { check_golden_case("micro_crops_sm"); }
+
+void count_progress(int64_t done, int64_t total, void* user_data) {
+  auto* calls = static_cast<std::vector<std::array<int64_t, 2>>*>(user_data);
+  calls->push_back({done, total});
+}
+
+TEST(CApiAmg, CustomGridsOnRgbPixelsWithProgress) {
+  ModelHandle model = micro_model();
+  ASSERT_TRUE(model) << sam2rt_last_error();
+  // Two layers: the image gets 5 points, each of the 4 crops 2.
+  const int32_t sizes[2] = {5, 2};
+  const double grids[14] = {0.1, 0.2, 0.5, 0.5, 0.9, 0.3, 0.25, 0.75, 0.6, 0.1, 0.3, 0.3, 0.7, 0.6};
+  sam2rt_amg_params params = sam2rt_amg_params_default();
+  params.points_per_side = 0;
+  params.num_point_grids = 2;
+  params.point_grid_sizes = sizes;
+  params.point_grids = grids;
+  params.crop_n_layers = 1;
+  params.points_per_batch = 3;
+  params.pred_iou_thresh = 0.4;
+  params.stability_score_thresh = 0.2;
+  params.stability_score_offset = 0.05;
+  params.mask_threshold = 3.0;
+  params.box_nms_thresh = 1.0;
+  AmgHandle amg(sam2rt_amg_new(model.get(), &params));
+  ASSERT_TRUE(amg) << sam2rt_last_error();
+  const sam2rt::RgbImage image = sam2rt::decode_image_file(micro_image());
+  std::vector<std::array<int64_t, 2>> calls;
+  AmgResultHandle result(
+      sam2rt_amg_generate_rgb(amg.get(), image.pixels.data(), image.width, image.height, count_progress, &calls));
+  ASSERT_TRUE(result) << sam2rt_last_error();
+  const std::vector<sam2rt::AmgMask> masks = masks_of(result.get());
+  EXPECT_FALSE(masks.empty());
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), (std::array<int64_t, 2>{13, 13}));  // 5 + 4 * 2 points
+
+  sam2rt::ModelSource source;
+  source.synthetic_salt = 0;
+  source.config_path = micro_yaml();
+  sam2rt::AmgParams cpp_params;
+  cpp_params.points_per_side = std::nullopt;
+  cpp_params.point_grids = {{{0.1, 0.2}, {0.5, 0.5}, {0.9, 0.3}, {0.25, 0.75}, {0.6, 0.1}}, {{0.3, 0.3}, {0.7, 0.6}}};
+  cpp_params.crop_n_layers = 1;
+  cpp_params.points_per_batch = 3;
+  cpp_params.pred_iou_thresh = 0.4;
+  cpp_params.stability_score_thresh = 0.2;
+  cpp_params.stability_score_offset = 0.05;
+  cpp_params.mask_threshold = 3.0;
+  cpp_params.box_nms_thresh = 1.0;
+  const sam2rt::AutomaticMaskGenerator generator(sam2rt::Sam2Model::load(source), cpp_params);
+  expect_same_records(masks, generator.generate(image));
+}
+
+TEST(CApiAmg, RefusesBadArgumentsWithoutCrashing) {
+  ModelHandle model = micro_model();
+  ASSERT_TRUE(model) << sam2rt_last_error();
+  EXPECT_EQ(sam2rt_amg_new(nullptr, nullptr), nullptr);
+  EXPECT_NE(std::string(sam2rt_last_error()).find("NULL"), std::string::npos) << sam2rt_last_error();
+  auto refused = [&](const sam2rt_amg_params& params, const std::string& fragment) {
+    EXPECT_EQ(sam2rt_amg_new(model.get(), &params), nullptr);
+    EXPECT_NE(std::string(sam2rt_last_error()).find(fragment), std::string::npos)
+        << "'" << sam2rt_last_error() << "' does not mention '" << fragment << "'";
+  };
+  sam2rt_amg_params p = sam2rt_amg_params_default();
+  p.points_per_side = -3;
+  refused(p, "points_per_side");
+  p = sam2rt_amg_params_default();
+  p.pred_iou_thresh = 1.5;
+  refused(p, "pred_iou_thresh");
+  p = sam2rt_amg_params_default();
+  p.crop_overlap_ratio = std::numeric_limits<double>::quiet_NaN();
+  refused(p, "crop_overlap_ratio");
+  p = sam2rt_amg_params_default();
+  p.points_per_side = 0;
+  refused(p, "exactly one");
+  p.num_point_grids = -1;
+  refused(p, "num_point_grids");
+  p.num_point_grids = 1;
+  refused(p, "NULL");
+  const int32_t negative = -2;
+  const double point[2] = {0.5, 0.5};
+  p.point_grid_sizes = &negative;
+  p.point_grids = point;
+  refused(p, "negative");
+  const int32_t one = 1;
+  const double outside[2] = {0.5, 1.5};
+  p.point_grid_sizes = &one;
+  p.point_grids = outside;
+  refused(p, "outside [0, 1]");
+  p.points_per_side = 4;
+  p.point_grids = point;
+  refused(p, "exactly one");
+
+  p = sam2rt_amg_params_default();
+  p.points_per_side = 2;
+  AmgHandle amg(sam2rt_amg_new(model.get(), &p));
+  ASSERT_TRUE(amg) << sam2rt_last_error();
+  EXPECT_EQ(sam2rt_amg_generate_file(nullptr, micro_image().c_str(), nullptr, nullptr), nullptr);
+  EXPECT_EQ(sam2rt_amg_generate_file(amg.get(), nullptr, nullptr, nullptr), nullptr);
+  EXPECT_EQ(sam2rt_amg_generate_file(amg.get(), "/nonexistent/photo.png", nullptr, nullptr), nullptr);
+  EXPECT_NE(std::string(sam2rt_last_error()).find("/nonexistent/photo.png"), std::string::npos) << sam2rt_last_error();
+  const uint8_t pixel[3] = {1, 2, 3};
+  EXPECT_EQ(sam2rt_amg_generate_rgb(amg.get(), nullptr, 1, 1, nullptr, nullptr), nullptr);
+  EXPECT_EQ(sam2rt_amg_generate_rgb(amg.get(), pixel, 0, 1, nullptr, nullptr), nullptr);
+  EXPECT_EQ(sam2rt_amg_generate_rgb(nullptr, pixel, 1, 1, nullptr, nullptr), nullptr);
+
+  EXPECT_EQ(sam2rt_amg_result_count(nullptr), -1);
+  sam2rt_amg_mask record{};
+  expect_error(sam2rt_amg_result_get(nullptr, 0, &record), "NULL");
+  uint8_t buffer[4] = {};
+  expect_error(sam2rt_amg_result_decode_mask(nullptr, 0, buffer, 4), "NULL");
+
+  // A real result: indices outside [0, count), NULL outputs, a short buffer.
+  p.pred_iou_thresh = 0;
+  p.stability_score_thresh = 0;
+  p.box_nms_thresh = 1.0;
+  AmgHandle keeps_all(sam2rt_amg_new(model.get(), &p));
+  ASSERT_TRUE(keeps_all) << sam2rt_last_error();
+  AmgResultHandle result(sam2rt_amg_generate_file(keeps_all.get(), micro_image().c_str(), nullptr, nullptr));
+  ASSERT_TRUE(result) << sam2rt_last_error();
+  const int64_t count = sam2rt_amg_result_count(result.get());
+  ASSERT_GT(count, 0);
+  expect_error(sam2rt_amg_result_get(result.get(), count, &record), "outside");
+  expect_error(sam2rt_amg_result_get(result.get(), -1, &record), "outside");
+  expect_error(sam2rt_amg_result_get(result.get(), 0, nullptr), "NULL");
+  expect_error(sam2rt_amg_result_decode_mask(result.get(), 0, nullptr, 288 * 112), "NULL");
+  expect_error(sam2rt_amg_result_decode_mask(result.get(), 0, buffer, 4), "mask_bytes");
+  expect_error(sam2rt_amg_result_decode_mask(result.get(), count, buffer, 4), "outside");
+  sam2rt_amg_result_free(nullptr);
+  sam2rt_amg_free(nullptr);
 }
 
 }  // namespace

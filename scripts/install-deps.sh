@@ -12,8 +12,9 @@ packages=(
   libcli11-dev           # command line
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
+  python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
   # The Python package (python/): extension, pip install / wheel offline, its tests.
-  python3-dev pybind11-dev python3-numpy python3-pil
+  python3-dev pybind11-dev python3-pil
   python3-pip python3-setuptools python3-wheel python3-venv python3-build python3-pytest
 )
 if [ "${1:-}" = "--with-browser" ]; then

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "commands.h"
 #include "core/tensor_compare.h"
@@ -142,6 +143,8 @@ struct BenchCommand {
   int batch = 64;
   bool encoder_only = false;
   std::string json_path;
+  int everything_runs = 0;
+  AmgParams everything;
 
   void run() const {
     if (model.threads > 0) omp_set_num_threads(model.threads);
@@ -191,6 +194,14 @@ struct BenchCommand {
       }
       batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
     }
+    TimingStats everything_stats;
+    size_t everything_masks = 0;
+    if (everything_runs > 0) {
+      // The whole generator on the image, encoder(s) included; one warm-up run.
+      const AutomaticMaskGenerator generator(loaded, everything, options);
+      everything_stats = time_runs(std::min(warmup, 1), everything_runs,
+                                   [&] { everything_masks = generator.generate(image).size(); });
+    }
     auto scale = [&](TimingStats s) {
       const double k = 1.0 / static_cast<double>(batch);
       s.min *= k, s.median *= k, s.mean *= k, s.max *= k, s.std *= k;
@@ -210,6 +221,13 @@ struct BenchCommand {
       print_row("decoder, 1 prompt", decoder);
       std::snprintf(label, sizeof label, "decoder, per prompt of %d", batch);
       print_row(label, batched_per_prompt);
+    }
+    if (everything_runs > 0) {
+      std::snprintf(label, sizeof label, "everything %dx%d, %d crop layers", everything.points_per_side.value_or(0),
+                    everything.points_per_side.value_or(0), everything.crop_n_layers);
+      print_row(label, everything_stats);
+      std::printf("%-30s %zu masks (pred_iou_thresh %g, stability_score_thresh %g)\n", "", everything_masks,
+                  everything.pred_iou_thresh, everything.stability_score_thresh);
     }
     std::printf("\nload: %-30s %9.1f ms\n", weights_label, weights_ms);
     std::printf("%-36s %9.1f ms\n", "load: build model (ready to run)", build_ms);
@@ -247,6 +265,15 @@ struct BenchCommand {
         report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");
       }
       if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
+      if (everything_runs > 0) {
+        report["everything_ms"] = to_json(everything_stats);
+        report["everything"] = {{"points_per_side", everything.points_per_side.value_or(0)},
+                                {"crop_n_layers", everything.crop_n_layers},
+                                {"crop_n_points_downscale_factor", everything.crop_n_points_downscale_factor},
+                                {"pred_iou_thresh", everything.pred_iou_thresh},
+                                {"stability_score_thresh", everything.stability_score_thresh},
+                                {"masks", everything_masks}};
+      }
       write_file_atomically(json_path, report.dump(2) + "\n");
     }
   }
@@ -269,7 +296,25 @@ void register_bench(CLI::App& app) {
   sub->add_option("--batch", command->batch, "prompts in the batched decoder run")->default_val(64)->check(CLI::Range(1, 1024));
   sub->add_flag("--encoder-only", command->encoder_only, "time the encoder only (skip the decoder runs)");
   sub->add_option("--json", command->json_path, "also write the results as JSON");
-  sub->callback([command] { command->run(); });
+  AmgParams& amg = command->everything;
+  sub->add_option("--everything-runs", command->everything_runs,
+                  "also time segment-everything on the image this many times (0 = skip)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 1000));
+  sub->add_option("--points-per-side", *amg.points_per_side, "segment-everything grid")->capture_default_str();
+  sub->add_option("--crop-n-layers", amg.crop_n_layers, "segment-everything crop layers")->capture_default_str();
+  sub->add_option("--crop-n-points-downscale-factor", amg.crop_n_points_downscale_factor,
+                  "segment-everything points downscale per crop layer")
+      ->capture_default_str();
+  sub->add_option("--pred-iou-thresh", amg.pred_iou_thresh,
+                  "segment-everything IoU filter (0 sends every candidate through the full post-processing)")
+      ->capture_default_str();
+  sub->add_option("--stability-score-thresh", amg.stability_score_thresh, "segment-everything stability filter")
+      ->capture_default_str();
+  sub->callback([command] {
+    validate_amg_params(command->everything);
+    command->run();
+  });
 }
 
 }  // namespace sam2rt::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "sam2rt 0.1.0");
   sam2rt::cli::register_encode(app);
   sam2rt::cli::register_segment(app);
+  sam2rt::cli::register_everything(app);
   sam2rt::cli::register_compare(app);
   sam2rt::cli::register_bench(app);
   sam2rt::cli::register_serve(app);

@@ -63,7 +63,8 @@ using AmgProgress = std::function<void(int64_t done, int64_t total)>;
 // row by row, so memory stays bounded on big photos.
 class AutomaticMaskGenerator {
  public:
-  AutomaticMaskGenerator(std::shared_ptr<const Sam2Model> model, AmgParams params);
+  // encode: how each crop is encoded (e.g. bf16); validates params (Error naming the first bad one).
+  AutomaticMaskGenerator(std::shared_ptr<const Sam2Model> model, AmgParams params, EncodeOptions encode = {});
 
   const AmgParams& params() const { return params_; }
 
@@ -74,6 +75,7 @@ class AutomaticMaskGenerator {
  private:
   std::shared_ptr<const Sam2Model> model_;
   AmgParams params_;
+  EncodeOptions encode_;
 };
 
 }  // namespace sam2rt

@@ -33,6 +33,8 @@ class Predictor {
 
   MaskPrediction predict(const Prompt& prompt, bool multimask) const;
   std::vector<MaskPrediction> predict_batch(const std::vector<Prompt>& prompts, bool multimask) const;
+  // predict_batch without the upsampling (SamHeads::predict_batch_low_res).
+  std::vector<MaskPrediction> predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask) const;
 
   const Sam2Model& model() const { return *model_; }
   const MaskFill& fill() const { return fill_; }

@@ -121,6 +121,28 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
   return results;
 }
 
+std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageState& image,
+                                                            const std::vector<Prompt>& prompts, bool multimask,
+                                                            int orig_w, int orig_h) const {
+  for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
+  const DecoderThreads threads;
+  if (prompts.size() == 1) return {decode(image, prompts.front(), multimask, orig_w, orig_h, threads.count())};
+  std::vector<MaskPrediction> results(prompts.size());
+  std::exception_ptr failure;
+  const int64_t count = static_cast<int64_t>(prompts.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads.count())
+  for (int64_t i = 0; i < count; ++i) {
+    try {
+      results[static_cast<size_t>(i)] = decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1);
+    } catch (...) {
+#pragma omp critical(sam_heads_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return results;
+}
+
 std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
                                                     bool multimask, int orig_w, int orig_h,
                                                     const MaskFill& fill) const {

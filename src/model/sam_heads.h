@@ -61,6 +61,13 @@ class SamHeads {
   std::vector<MaskPrediction> predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
                                             bool multimask, int orig_w, int orig_h, const MaskFill& fill = {}) const;
 
+  // predict_batch without the upsampling to the original size, for callers that
+  // upsample selectively: `masks` stays empty and low_res_masks holds the
+  // selected logits unclamped (what the upsampling reads).
+  std::vector<MaskPrediction> predict_batch_low_res(const DecoderImageState& image,
+                                                    const std::vector<Prompt>& prompts, bool multimask, int orig_w,
+                                                    int orig_h) const;
+
  private:
   // Everything but the upscaling to the original size: masks is left empty and
   // the selected low-res logits (unclamped) are returned in low_res_masks.

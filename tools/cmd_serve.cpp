@@ -121,16 +121,17 @@ class SegmentServer {
       reply_error(res, 500, "internal error");
     });
 
-    server.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
-      res.set_content(std::string(web_page_html()), "text/html; charset=utf-8");
-    }));
+    for (const WebFile& file : web_files()) {
+      const std::string path(file.url_path);
+      server.Get(path, guarded([file](const httplib::Request&, httplib::Response& res) { send_web_file(file, res); }));
+      refuse_other_methods(server, path, "GET");
+    }
     server.Get("/healthz", guarded([this](const httplib::Request&, httplib::Response& res) { health(res); }));
     server.Post("/v1/images", guarded([this](const httplib::Request& req, httplib::Response& res) { upload(req, res); }));
     server.Post(kSegmentPath,
                 guarded([this](const httplib::Request& req, httplib::Response& res) { segment(req, res); }));
     server.Delete(kImagePath, guarded([this](const httplib::Request& req, httplib::Response& res) { remove(req, res); }));
 
-    refuse_other_methods(server, "/", "GET");
     refuse_other_methods(server, "/healthz", "GET");
     refuse_other_methods(server, "/v1/images", "POST");
     refuse_other_methods(server, kSegmentPath, "POST");
@@ -140,6 +141,16 @@ class SegmentServer {
  private:
   static constexpr const char* kImagePath = R"(/v1/images/([^/]+))";
   static constexpr const char* kSegmentPath = R"(/v1/images/([^/]+)/segment)";
+
+  static void send_web_file(const WebFile& file, httplib::Response& res) {
+    // The files change with the binary: the browser revalidates instead of mixing versions.
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    // The page only talks to this server; masks arrive as data: URLs, photos as blob: URLs.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'");
+    res.set_content(file.body.data(), file.body.size(), std::string(file.content_type));
+  }
 
   // Every handler answers a JSON error instead of letting an exception escape.
   template <typename Handler>

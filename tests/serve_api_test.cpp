@@ -572,6 +572,9 @@ TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
     EXPECT_EQ(res->body, expected);
     EXPECT_NE(page->body.find(path == "/" ? "<!doctype html>" : "\"" + path + "\""), std::string::npos);
   }
+  const auto lookalike = client.Get("/app-css");
+  ASSERT_TRUE(lookalike);
+  EXPECT_EQ(lookalike->status, 404);
   const auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);

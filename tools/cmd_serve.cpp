@@ -214,7 +214,9 @@ class SegmentServer {
     });
 
     for (const WebFile& file : web_files()) {
-      const std::string path(file.url_path);
+      // Routes are regular expressions: "/app.css" must not also answer "/app-css".
+      std::string path;
+      for (const char c : file.url_path) path += c == '.' ? std::string("\\.") : std::string(1, c);
       server.Get(path, guarded([file](const httplib::Request&, httplib::Response& res) { send_web_file(file, res); }));
       refuse_other_methods(server, path, "GET");
     }

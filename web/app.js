@@ -393,7 +393,8 @@ function showRecord() {
 function updateEverythingStatus() {
   const e = state.everything;
   const parts = [`${state.file.name}: ${state.width}\u00d7${state.height}`,
-                 `everything: ${e.masks.length} masks in ${(e.generateMs / 1000).toFixed(1)} s`];
+                 `everything: ${e.masks.length} mask${e.masks.length === 1 ? "" : "s"} in ` +
+                 `${(e.generateMs / 1000).toFixed(1)} s`];
   if (e.masks.length === 0) {
     parts.push("none passed the thresholds: lower them under Everything options");
   } else if (e.selected < 0) {

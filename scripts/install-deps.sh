@@ -12,6 +12,8 @@ packages=(
   libcli11-dev           # command line
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
+  libvulkan-volk-dev libvulkan-dev glslc   # Vulkan backend: loader opened at run time, headers, shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers   # its tests: lavapipe (Vulkan on the CPU), validation layers
 )
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)

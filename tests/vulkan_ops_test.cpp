@@ -13,6 +13,8 @@
 #include "backends/vulkan/vulkan_ops.h"
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/interpolate.h"
+#include "kernels/layout.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
@@ -222,6 +224,31 @@ TEST_F(VulkanOpsTest, MaxPool2x2MatchesTheCpu) {
     const Tensor y = download(dy, expected.shape());
     for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << shape_to_string(shape) << " at " << i;
   }
+}
+
+TEST_F(VulkanOpsTest, NearestUpsampleAddMatchesTheCpu) {
+  const int64_t height = 5, width = 7, channels = 6;
+  const Tensor coarse = random_tensor({height, width, channels}, 81);
+  const Tensor x = random_tensor({2 * height, 2 * width, channels}, 82);
+  Tensor expected = x.clone();
+  add_upsampled_nearest2x_inplace(expected, coarse);
+  const DeviceBuffer dx = upload(x), dcoarse = upload(coarse);
+  CommandRecorder recorder(context());
+  ops().add_upsampled_nearest2x(recorder, all_floats(dx), all_floats(dcoarse), height, width, channels);
+  recorder.submit();
+  const Tensor y = download(dx, expected.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;  // one rounded add, as on the CPU
+}
+
+TEST_F(VulkanOpsTest, HwcToNchwMatchesTheCpu) {
+  const Tensor x = random_tensor({6, 9, 5}, 91);
+  const Tensor expected = hwc_to_nchw(x);
+  const DeviceBuffer dx = upload(x), dy = zeros(x.numel());
+  CommandRecorder recorder(context());
+  ops().hwc_to_nchw(recorder, all_floats(dx), 6, 9, 5, all_floats(dy));
+  recorder.submit();
+  const Tensor y = download(dy, expected.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;
 }
 
 TEST_F(VulkanOpsTest, OneRecordingChainsOpsWithBarriers) {

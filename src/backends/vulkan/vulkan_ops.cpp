@@ -38,6 +38,12 @@ struct WindowedAttentionPush {
 struct MaxPoolPush {
   uint32_t count, height, width, total_channels, channel_offset, channels, out_height, out_width, x_base, y_base;
 };
+struct UpsampleAddPush {
+  uint32_t count, coarse_width, channels, x_base, coarse_base;
+};
+struct HwcToNchwPush {
+  uint32_t count, pixels, channels, x_base, y_base;
+};
 
 template <class Push>
 ComputePipeline pipeline(const VulkanContext& context, const char* name, uint32_t bindings) {
@@ -109,7 +115,17 @@ VulkanOps::VulkanOps(const VulkanContext& context)
       softmax_rows_(pipeline<SoftmaxPush>(context, "softmax_rows", 1)),
       attention_(pipeline<AttentionPush>(context, "attention", 4)),
       windowed_attention_(pipeline<WindowedAttentionPush>(context, "windowed_attention", 3)),
-      max_pool2x2_(pipeline<MaxPoolPush>(context, "max_pool2x2", 2)) {}
+      max_pool2x2_(pipeline<MaxPoolPush>(context, "max_pool2x2", 2)),
+      add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, "add_upsampled_nearest2x", 2)),
+      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, "hwc_to_nchw", 2)) {}
+
+template <class Push>
+void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
+                                  std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const {
+  const uint32_t groups = groups_for(count, kRowGroup);
+  const uint32_t columns = std::min(groups, context_.limits().max_workgroup_count[0]);
+  recorder.dispatch(pipeline, bindings, push, {columns, (groups + columns - 1) / columns, 1});
+}
 
 void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceFloats x, int64_t rows,
                        DeviceFloats y, Epilogue epilogue) const {
@@ -232,10 +248,31 @@ void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n
                          u32(total_channels, op + ": channels"), static_cast<uint32_t>(channel_offset),
                          static_cast<uint32_t>(channels), static_cast<uint32_t>(out_height),
                          static_cast<uint32_t>(out_width), xb.base, yb.base};
-  // A 2D grid of groups where one row of them would exceed the device's count.
-  const uint32_t groups = groups_for(count, kRowGroup);
-  const uint32_t columns = std::min(groups, context_.limits().max_workgroup_count[0]);
-  recorder.dispatch(max_pool2x2_, {xb.range, yb.range}, push, {columns, (groups + columns - 1) / columns, 1});
+  dispatch_elements(recorder, max_pool2x2_, {xb.range, yb.range}, push, count);
+}
+
+void VulkanOps::add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse,
+                                        int64_t height, int64_t width, int64_t channels) const {
+  const std::string op = "Vulkan add_upsampled_nearest2x";
+  if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
+  const int64_t count = 4 * height * width * channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound cb = bind(context_, coarse, 0, static_cast<uint64_t>(height * width * channels), op, "coarse");
+  const UpsampleAddPush push{u32(count, op + ": size"), u32(width, op + ": width"), u32(channels, op + ": channels"),
+                             xb.base, cb.base};
+  dispatch_elements(recorder, add_upsampled_nearest2x_, {xb.range, cb.range}, push, count);
+}
+
+void VulkanOps::hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width,
+                            int64_t channels, DeviceFloats y) const {
+  const std::string op = "Vulkan hwc_to_nchw";
+  if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
+  const int64_t count = height * width * channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const HwcToNchwPush push{u32(count, op + ": size"), u32(height * width, op + ": pixels"),
+                           u32(channels, op + ": channels"), xb.base, yb.base};
+  dispatch_elements(recorder, hwc_to_nchw_, {xb.range, yb.range}, push, count);
 }
 
 }  // namespace sam2rt

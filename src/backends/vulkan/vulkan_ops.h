@@ -65,10 +65,24 @@ class VulkanOps {
   // [channel_offset, channel_offset + channels) -> y [n, height/2, width/2, channels].
   void max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
                    int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceFloats y) const;
+  // add_upsampled_nearest2x_inplace: x [2 * height, 2 * width, channels] +=
+  // nearest 2x upsampling of coarse [height, width, channels].
+  void add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse, int64_t height,
+                               int64_t width, int64_t channels) const;
+  // hwc_to_nchw: x [height, width, channels] -> y [1, channels, height, width].
+  void hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width, int64_t channels,
+                   DeviceFloats y) const;
 
  private:
+  // Records an elementwise kernel over `count` values as a 2D grid of groups
+  // where one row of them would exceed the device's count.
+  template <class Push>
+  void dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
+                         std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const;
+
   const VulkanContext& context_;
-  ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_;
+  ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
+      add_upsampled_nearest2x_, hwc_to_nchw_;
 };
 
 }  // namespace sam2rt

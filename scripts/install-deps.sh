@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libdnnl-dev            # GEMM (oneDNN)
+  libvulkan-volk-dev libvulkan-dev glslc   # Vulkan backend: loader opened at run time, headers, shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers   # its tests: lavapipe (Vulkan on the CPU), validation layers
   libpng-dev libjpeg62-turbo-dev libexif-dev zlib1g-dev   # image codecs, EXIF orientation
   libyaml-cpp-dev        # official-format model configs
   nlohmann-json3-dev     # safetensors headers, JSON outputs

@@ -214,14 +214,16 @@ TEST(Cli, Bf16WithoutAvx512SaysToUseFp32) {
 TEST(Cli, BenchJsonHoldsTheDocumentedFields) {
   ScratchDir s("bench_json");
   const CliResult r = run_cli({"bench", "--model", micro_pt(), "--config", micro_yaml(), "--warmup", "0", "--runs",
-                               "2", "--batch", "3", "--json", s.file("bench.json")},
+                               "2", "--batch", "3", "--everything-runs", "1", "--points-per-side", "2", "--json",
+                               s.file("bench.json")},
                               s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = nlohmann::json::parse(read_text(s.file("bench.json")));
   for (const char* key : {"variant", "precision", "threads", "load_ms", "encoder_gflops", "peak_rss_mb"}) {
     EXPECT_TRUE(report.contains(key)) << key;
   }
-  for (const char* timing : {"encoder_ms", "decoder_ms", "decoder_batch3_ms_per_prompt"}) {
+  EXPECT_EQ(report["everything"]["points_per_side"], 2);
+  for (const char* timing : {"encoder_ms", "decoder_ms", "decoder_batch3_ms_per_prompt", "everything_ms"}) {
     ASSERT_TRUE(report.contains(timing)) << timing;
     for (const char* stat : {"min", "median", "mean", "max", "std"}) {
       EXPECT_TRUE(report[timing].contains(stat)) << timing << "." << stat;

@@ -701,59 +701,51 @@ std::vector<Case> catalogue() {
                "not a PNG or JPEG file"});
 
   // --- everything (automatic mask generator parameters) ---
-  const std::pair<std::string, std::pair<std::vector<std::string>, std::string>> amg_cases[] = {
-      {"NegativeGrid", {{"--points-per-side", "-4"}, "points_per_side must be at least 1"}},
-      {"ZeroBatch", {{"--points-per-batch", "0"}, "points_per_batch must be at least 1"}},
-      {"IouThreshAboveOne", {{"--pred-iou-thresh", "1.5"}, "pred_iou_thresh must be in [0, 1]"}},
-      {"NegativeStabilityThresh", {{"--stability-score-thresh", "-0.1"}, "stability_score_thresh must be in [0, 1]"}},
-      {"NaNStabilityOffset", {{"--stability-score-offset", "nan"}, "stability_score_offset must be a finite number"}},
-      {"BoxNmsAboveOne", {{"--box-nms-thresh", "2"}, "box_nms_thresh must be in [0, 1]"}},
-      {"CropNmsNegative", {{"--crop-nms-thresh", "-1"}, "crop_nms_thresh must be in [0, 1]"}},
-      {"OverlapRatioOne", {{"--crop-overlap-ratio", "1"}, "crop_overlap_ratio must be in [0, 1)"}},
-      {"NegativeCropLayers", {{"--crop-n-layers", "-1"}, "crop_n_layers must be in [0, 6]"}},
-      {"DownscaleZero", {{"--crop-n-points-downscale-factor", "0"}, "crop_n_points_downscale_factor must be at least 1"}},
-      {"CropLayerWithoutPoints",
-       {{"--points-per-side", "2", "--crop-n-layers", "2", "--crop-n-points-downscale-factor", "2"},
-        "crop layer 2 gets no points"}},
-      {"NegativeMinRegionArea", {{"--min-mask-region-area", "-3"}, "min_mask_region_area must be a finite number >= 0"}},
-      {"UnknownOutputMode", {{"--output-mode", "polygons"}, "output_mode 'polygons' is not one of"}},
-      {"BinaryMaskWithoutOutDir", {{"--output-mode", "binary_mask"}, "give --out-dir"}},
+  struct AmgCase {
+    std::string name;
+    std::vector<std::string> flags;
+    std::string message;
+    std::string grids_file;  // written to grids.json when given
   };
-  for (const auto& [name, spec] : amg_cases) {
-    c.push_back({"Everything" + name,
-                 [extra = spec.first](const ScratchDir& s) {
+  const AmgCase amg_cases[] = {
+      {"NegativeGrid", {"--points-per-side", "-4"}, "points_per_side must be at least 1", ""},
+      {"ZeroBatch", {"--points-per-batch", "0"}, "points_per_batch must be at least 1", ""},
+      {"IouThreshAboveOne", {"--pred-iou-thresh", "1.5"}, "pred_iou_thresh must be in [0, 1]", ""},
+      {"NegativeStabilityThresh", {"--stability-score-thresh", "-0.1"}, "stability_score_thresh must be in [0, 1]", ""},
+      {"NaNStabilityOffset", {"--stability-score-offset", "nan"}, "stability_score_offset must be a finite number", ""},
+      {"BoxNmsAboveOne", {"--box-nms-thresh", "2"}, "box_nms_thresh must be in [0, 1]", ""},
+      {"CropNmsNegative", {"--crop-nms-thresh", "-1"}, "crop_nms_thresh must be in [0, 1]", ""},
+      {"OverlapRatioOne", {"--crop-overlap-ratio", "1"}, "crop_overlap_ratio must be in [0, 1)", ""},
+      {"NegativeCropLayers", {"--crop-n-layers", "-1"}, "crop_n_layers must be in [0, 6]", ""},
+      {"DownscaleZero", {"--crop-n-points-downscale-factor", "0"}, "crop_n_points_downscale_factor must be at least 1",
+       ""},
+      {"CropLayerWithoutPoints",
+       {"--points-per-side", "2", "--crop-n-layers", "2", "--crop-n-points-downscale-factor", "2"},
+       "crop layer 2 gets no points", ""},
+      {"NegativeMinRegionArea", {"--min-mask-region-area", "-3"}, "min_mask_region_area must be a finite number >= 0",
+       ""},
+      {"UnknownOutputMode", {"--output-mode", "polygons"}, "output_mode 'polygons' is not one of", ""},
+      {"BinaryMaskWithoutOutDir", {"--output-mode", "binary_mask"}, "give --out-dir", ""},
+      {"EmptyPointGrid", {}, "point_grids[0] is empty", "[[]]"},
+      {"GridAndPointsPerSide", {"--points-per-side", "4"}, "exactly one of --points-per-side and --point-grids",
+       "[[[0.5, 0.5]]]"},
+      {"GridNotJson", {}, "expected JSON like", "[[0.5, 0.5]"},
+  };
+  for (const AmgCase& amg : amg_cases) {
+    c.push_back({"Everything" + amg.name,
+                 [amg](const ScratchDir& s) {
                    std::vector<std::string> a = {"everything", "--model", micro_pt(), "--config", micro_yaml(),
                                                  "--image", micro_image(), "--json", s.file("result.json"),
                                                  "--overlay", s.file("overlay.png")};
-                   a.insert(a.end(), extra.begin(), extra.end());
+                   if (!amg.grids_file.empty()) {
+                     write_text(s.file("grids.json"), amg.grids_file);
+                     a.insert(a.end(), {"--point-grids", s.file("grids.json")});
+                   }
+                   a.insert(a.end(), amg.flags.begin(), amg.flags.end());
                    return a;
                  },
-                 spec.second});
+                 amg.message});
   }
-  c.push_back({"EverythingEmptyPointGrid",
-               [](const ScratchDir& s) {
-                 write_text(s.file("grids.json"), "[[]]");
-                 return std::vector<std::string>{"everything", "--model", micro_pt(), "--config", micro_yaml(),
-                                                 "--image", micro_image(), "--json", s.file("result.json"),
-                                                 "--point-grids", s.file("grids.json")};
-               },
-               "point_grids[0] is empty"});
-  c.push_back({"EverythingGridAndPointsPerSide",
-               [](const ScratchDir& s) {
-                 write_text(s.file("grids.json"), "[[[0.5, 0.5]]]");
-                 return std::vector<std::string>{"everything", "--model", micro_pt(), "--config", micro_yaml(),
-                                                 "--image", micro_image(), "--json", s.file("result.json"),
-                                                 "--point-grids", s.file("grids.json"), "--points-per-side", "4"};
-               },
-               "exactly one of --points-per-side and --point-grids"});
-  c.push_back({"EverythingGridNotJson",
-               [](const ScratchDir& s) {
-                 write_text(s.file("grids.json"), "[[0.5, 0.5]");
-                 return std::vector<std::string>{"everything", "--model", micro_pt(), "--config", micro_yaml(),
-                                                 "--image", micro_image(), "--json", s.file("result.json"),
-                                                 "--point-grids", s.file("grids.json")};
-               },
-               "expected JSON like"});
 
   // --- compare ---
   c.push_back({"CompareHostileKeys",

@@ -11,6 +11,7 @@
 #include "api/amg_json.h"
 #include "api/automatic_mask_generator.h"
 #include "api/masks_overlay.h"
+#include "batch_job.h"
 #include "commands.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
@@ -60,8 +61,51 @@ class ProgressLine {
   int last_quarter_ = 0;
 };
 
+// The COCO dataset file labelling tools import: one image entry per input and
+// its masks as annotations (segmentation as COCO compressed RLE, score = predicted IoU).
+void write_coco_dataset(const std::string& path, const std::vector<BatchItem>& items) {
+  nlohmann::json images = nlohmann::json::array(), annotations = nlohmann::json::array();
+  int64_t annotation_id = 1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!std::filesystem::exists(items[i].output)) continue;  // failed inputs have no output
+    std::ifstream in(items[i].output);
+    const nlohmann::json report = nlohmann::json::parse(in);
+    const int64_t image_id = static_cast<int64_t>(i) + 1;
+    images.push_back({{"id", image_id},
+                      {"file_name", items[i].input},
+                      {"height", report["image_hw"][0]},
+                      {"width", report["image_hw"][1]}});
+    for (const nlohmann::json& m : report["masks"]) {
+      nlohmann::json segmentation = m["segmentation"];
+      if (segmentation["counts"].is_array()) {
+        const UncompressedRle rle{segmentation["size"][0], segmentation["size"][1],
+                                  segmentation["counts"].get<std::vector<int64_t>>()};
+        segmentation["counts"] = coco_rle_string(rle);
+      }
+      annotations.push_back({{"id", annotation_id++},
+                             {"image_id", image_id},
+                             {"category_id", 1},
+                             {"segmentation", segmentation},
+                             {"area", m["area"]},
+                             {"bbox", m["bbox"]},
+                             {"iscrowd", 0},
+                             {"score", m["predicted_iou"]},
+                             {"stability_score", m["stability_score"]},
+                             {"point_coords", m["point_coords"]},
+                             {"crop_box", m["crop_box"]}});
+    }
+  }
+  const nlohmann::json dataset = {{"info", {{"description", "sam2rt everything"}}},
+                                  {"images", images},
+                                  {"annotations", annotations},
+                                  {"categories", {{{"id", 1}, {"name", "object"}, {"supercategory", "object"}}}}};
+  write_file_atomically(path, dataset.dump() + "\n");
+}
+
 struct EverythingCommand {
   ModelOptions model;
+  BatchOptions batch;
+  std::string coco_path;
   std::string image_path;
   std::string json_path;
   std::string out_dir;
@@ -70,6 +114,33 @@ struct EverythingCommand {
   std::string point_grids_path;
   AmgParams params;
   bool quiet = false;
+
+  nlohmann::json report(const std::string& image_name, const RgbImage& image, AmgOutputMode mode,
+                        const std::vector<AmgMask>& masks, const std::vector<std::string>& png_names) const {
+    return amg_report_json(image_name, image.height, image.width, model.source().describe(), params, mode, masks,
+                           png_names);
+  }
+
+  void run_batch_mode(AmgOutputMode mode) {
+    if (!json_path.empty() || !overlay_path.empty()) {
+      throw Error("batch mode writes one JSON per image into --out-dir; --json and --overlay are for one --image");
+    }
+    if (mode == AmgOutputMode::binary_mask) {
+      throw Error("batch mode keeps the masks in each image's JSON: use --output-mode coco_rle or uncompressed_rle");
+    }
+    batch.out_dir = out_dir;
+    const std::vector<BatchItem> items = batch.items(".json");
+    if (!coco_path.empty()) require_writable(coco_path, "--coco");
+    auto loaded = model.load();
+    const AutomaticMaskGenerator generator(loaded, params, EncodeOptions{.precision = model.encoder_precision()});
+    const int failed = run_batch(batch, items, model.max_image_pixels, [&](const RgbImage& image, const BatchItem& item) {
+      const std::vector<AmgMask> masks = generator.generate(image);
+      const std::string name = std::filesystem::path(item.input).filename().string();
+      write_file_atomically(item.output, report(name, image, mode, masks, {}).dump() + "\n");
+    });
+    if (!coco_path.empty()) write_coco_dataset(coco_path, items);
+    if (failed > 0) throw CLI::RuntimeError(1);
+  }
 
   void run(bool points_per_side_given) {
     const auto process_start = std::chrono::steady_clock::now();
@@ -80,6 +151,9 @@ struct EverythingCommand {
     }
     validate_amg_params(params);
     const AmgOutputMode mode = parse_amg_output_mode(output_mode);
+    if (batch.active()) return run_batch_mode(mode);
+    if (image_path.empty()) throw Error("give --image (one photo) or --input-dir/--input-list (a batch)");
+    if (!coco_path.empty()) throw Error("--coco is for batch mode (--input-dir/--input-list)");
     if (mode == AmgOutputMode::binary_mask && out_dir.empty()) {
       throw Error("--output-mode binary_mask writes the masks as PNG files: give --out-dir (or use coco_rle or "
                   "uncompressed_rle to keep them in the JSON)");
@@ -106,15 +180,10 @@ struct EverythingCommand {
     });
     const double generate_ms = milliseconds_since(generate_start);
 
-    nlohmann::json report = {{"format", "sam2-amg-1"},
-                             {"image", std::filesystem::path(image_path).filename().string()},
-                             {"image_hw", {image.height, image.width}},
-                             {"model", model.source().describe()},
-                             {"params", amg_params_json(params, mode)},
-                             {"masks", nlohmann::json::array()}};
-    for (size_t i = 0; i < masks.size(); ++i) {
+    std::vector<std::string> png_names;
+    for (size_t i = 0; i < masks.size() && !out_dir.empty(); ++i) {
       std::string png_name;
-      if (!out_dir.empty()) {
+      {
         char name[32];
         std::snprintf(name, sizeof name, "mask_%04zu.png", i);
         png_name = name;
@@ -127,8 +196,9 @@ struct EverythingCommand {
         file.write(png.data(), png.size());
         file.commit();
       }
-      report["masks"].push_back(amg_record_json(masks[i], mode, png_name));
+      png_names.push_back(png_name);
     }
+    nlohmann::json result = report(std::filesystem::path(image_path).filename().string(), image, mode, masks, png_names);
     if (overlay_file) {
       std::vector<UncompressedRle> rles;
       for (const AmgMask& m : masks) rles.push_back(m.segmentation);
@@ -136,9 +206,9 @@ struct EverythingCommand {
       const std::vector<uint8_t> png = encode_png_rgb8(overlay.pixels.data(), overlay.width, overlay.height);
       overlay_file->write(png.data(), png.size());
     }
-    report["timing_ms"] = {{"generate", generate_ms}, {"total", milliseconds_since(process_start)}};
+    result["timing_ms"] = {{"generate", generate_ms}, {"total", milliseconds_since(process_start)}};
     if (json_file) {
-      const std::string json = report.dump(1) + "\n";
+      const std::string json = result.dump(1) + "\n";
       json_file->write(json.data(), json.size());
     }
     outputs.commit_all();
@@ -159,10 +229,16 @@ void register_everything(CLI::App& app) {
       "(--json), one PNG per mask (--out-dir) and/or an overlay of all masks (--overlay).");
   command->model.add_to(*sub);
   AmgParams& p = command->params;
-  sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
+  auto* image = sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->check(CLI::ExistingFile);
+  command->batch.add_to(*sub, image);
+  sub->add_option("--coco", command->coco_path,
+                  "batch mode: also write one COCO dataset file (images, annotations with RLE segmentation, "
+                  "bbox, area, score)");
   sub->add_option("--json", command->json_path,
                   "JSON report: format sam2-amg-1, image, image_hw, params, masks (official records)");
-  sub->add_option("--out-dir", command->out_dir, "folder for the masks as PNG files (mask_0000.png, ...)");
+  sub->add_option("--out-dir", command->out_dir,
+                  "one image: folder for the masks as PNG files (mask_0000.png, ...); batch mode: folder for one "
+                  "JSON per image and manifest.jsonl");
   sub->add_option("--overlay", command->overlay_path, "PNG of the photo with every mask in its own colour");
   sub->add_option("--output-mode", command->output_mode,
                   "segmentation in the JSON: coco_rle (COCO compressed RLE string, default), uncompressed_rle "

@@ -9,7 +9,7 @@ SAM2_SOURCE_DIR is a checkout of facebookresearch/sam2 (the folder holding the
 python3-torchvision, python3-omegaconf, python3-pil, python3-numpy. Hydra is not
 in Debian: the model is built from the official YAML by a small instantiate()
 below, and `import sam2` gets a stand-in hydra module (its __init__ only
-registers the config module). Weights: generated(salt) of
+registers the config module), and so does iopath; torch 1.13 gets scaled_dot_product_attention as softmax(q k^T / sqrt(d)) v. Weights: generated(salt) of
 ../shared/spec/fixture-weights.md, so the filters keep what the golden keeps.
 Prints the generate() time of each run and the number of masks; the model
 build and the weights are not timed.
@@ -38,6 +38,12 @@ def stub_hydra():
 
     global_hydra.GlobalHydra = GlobalHydra
     sys.modules.update({"hydra": hydra, "hydra.core": core, "hydra.core.global_hydra": global_hydra})
+    # iopath (not in Debian either) only opens pretrained trunk weights, which are not used here.
+    iopath = types.ModuleType("iopath")
+    common = types.ModuleType("iopath.common")
+    file_io = types.ModuleType("iopath.common.file_io")
+    file_io.g_pathmgr = None
+    sys.modules.update({"iopath": iopath, "iopath.common": common, "iopath.common.file_io": file_io})
 
 
 def instantiate(node):
@@ -94,6 +100,13 @@ def main():
     from PIL import Image
 
     torch.set_num_threads(args.threads)
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        # torch < 2.0 (Debian 12 has 1.13): the same product in plain operations.
+        def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+            weights = torch.softmax(q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5), dim=-1)
+            return weights @ v
+
+        torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
     sys.path.insert(0, os.path.abspath(args.sam2_source))
     stub_hydra()
     from sam2.automatic_mask_generator import SAM2AutomaticMaskGenerator
@@ -119,6 +132,8 @@ def main():
     image = np.asarray(Image.open(os.path.join(fixtures, "images", case["image"])).convert("RGB"))
     params = {k: v for k, v in case["params"].items() if k != "output_mode"}
     amg = SAM2AutomaticMaskGenerator(model, output_mode="uncompressed_rle", **params)
+    size = model.image_size  # the predictor's feature sizes are written for 1024
+    amg.predictor._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
     print(f"official generate(): {case['case']}, {image.shape[1]}x{image.shape[0]}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", flush=True)
     for run in range(args.runs):

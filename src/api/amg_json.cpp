@@ -74,4 +74,19 @@ nlohmann::json amg_record_json(const AmgMask& mask, AmgOutputMode mode, const st
           {"crop_box", xywh(mask.crop_box)}};
 }
 
+nlohmann::json amg_report_json(const std::string& image_name, int64_t height, int64_t width,
+                               const std::string& model_description, const AmgParams& params, AmgOutputMode mode,
+                               const std::vector<AmgMask>& masks, const std::vector<std::string>& png_names) {
+  nlohmann::json report = {{"format", "sam2-amg-1"},
+                           {"image", image_name},
+                           {"image_hw", {height, width}},
+                           {"model", model_description},
+                           {"params", amg_params_json(params, mode)},
+                           {"masks", nlohmann::json::array()}};
+  for (size_t i = 0; i < masks.size(); ++i) {
+    report["masks"].push_back(amg_record_json(masks[i], mode, i < png_names.size() ? png_names[i] : std::string()));
+  }
+  return report;
+}
+
 }  // namespace sam2rt

@@ -26,4 +26,12 @@ nlohmann::json amg_params_json(const AmgParams& params, AmgOutputMode mode);
 // stability_score.
 nlohmann::json amg_record_json(const AmgMask& mask, AmgOutputMode mode, const std::string& png_name = {});
 
+// The whole result of one image in the schema of ../shared/fixtures/amg/README.md
+// ("format": "sam2-amg-1", image, image_hw, model, params, masks); png_names:
+// for binary_mask, one file name per mask. `sam2rt everything` writes it as
+// dump(1) for --json and dump() for each image of a batch.
+nlohmann::json amg_report_json(const std::string& image_name, int64_t height, int64_t width,
+                               const std::string& model_description, const AmgParams& params, AmgOutputMode mode,
+                               const std::vector<AmgMask>& masks, const std::vector<std::string>& png_names = {});
+
 }  // namespace sam2rt

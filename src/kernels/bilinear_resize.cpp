@@ -88,36 +88,6 @@ Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w) {
   return y;
 }
 
-BilinearRows::BilinearRows(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w)
-    : in_h_(in_h),
-      in_w_(in_w),
-      out_h_(out_h),
-      out_w_(out_w),
-      rows_(linear_taps(in_h, out_h)),
-      cols_(linear_taps(in_w, out_w)),
-      along_x_(static_cast<size_t>(in_h * out_w)) {
-  if (in_h <= 0 || in_w <= 0 || out_h <= 0 || out_w <= 0) {
-    throw Error("BilinearRows: cannot resize " + std::to_string(in_h) + "x" + std::to_string(in_w) + " to " +
-                std::to_string(out_h) + "x" + std::to_string(out_w));
-  }
-}
-
-void BilinearRows::set_plane(const float* plane) {
-  // The same two passes as bilinear_resize, so every value has the same bits.
-  for (int64_t i = 0; i < in_h_; ++i) {
-    const float* src = plane + i * in_w_;
-    float* out = along_x_.data() + i * out_w_;
-    for (int64_t j = 0; j < out_w_; ++j) out[j] = src[cols_.lo[j]] * cols_.w_lo[j] + src[cols_.hi[j]] * cols_.w_hi[j];
-  }
-}
-
-void BilinearRows::row(int64_t i, float* out) const {
-  const float* upper = along_x_.data() + rows_.lo[i] * out_w_;
-  const float* lower = along_x_.data() + rows_.hi[i] * out_w_;
-  const float wt = rows_.w_lo[i], wb = rows_.w_hi[i];
-  for (int64_t j = 0; j < out_w_; ++j) out[j] = upper[j] * wt + lower[j] * wb;
-}
-
 Tensor bilinear_resize_reference(const Tensor& x, int64_t out_h, int64_t out_w) {
   check_args(x, out_h, out_w);
   const int64_t in_h = x.dim(-2), in_w = x.dim(-1), planes = x.numel() / (in_h * in_w);

@@ -15,25 +15,6 @@ struct LinearTaps {
 };
 LinearTaps linear_taps(int64_t in, int64_t out);
 
-// bilinear_resize of one [in_h, in_w] plane, handed out one output row at a
-// time with the same float values, for callers that reduce each row at once
-// instead of holding the whole upsampled plane.
-class BilinearRows {
- public:
-  BilinearRows(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w);
-  // Interpolates every source row of `plane` along x (kept until the next call).
-  void set_plane(const float* plane);
-  // Output row i (out_w values) of the current plane.
-  void row(int64_t i, float* out) const;
-  int64_t out_h() const { return out_h_; }
-  int64_t out_w() const { return out_w_; }
-
- private:
-  int64_t in_h_, in_w_, out_h_, out_w_;
-  LinearTaps rows_, cols_;
-  std::vector<float> along_x_;  // [in_h, out_w]
-};
-
 // F.interpolate(x, (out_h, out_w), mode="bilinear", align_corners=False) over the
 // last two axes of x (any leading axes), float32 with PyTorch's CPU index and
 // weight rules (source = max(in/out * (dst + 0.5) - 0.5, 0) in double, float

@@ -12,11 +12,12 @@ constexpr float kLowResClamp = 32.0f;
 }
 
 float stability_score(const float* logits, int64_t count, double delta) {
+  // torch compares the float32 logits with the Python float in float32.
+  const auto high = static_cast<float>(delta), low = static_cast<float>(-delta);
   int64_t intersection = 0, union_area = 0;
   for (int64_t i = 0; i < count; ++i) {
-    const double v = logits[i];
-    intersection += v > delta;
-    union_area += v > -delta;
+    intersection += logits[i] > high;
+    union_area += logits[i] > low;
   }
   // The official ratio is a float32 division of the two counts.
   return union_area > 0 ? static_cast<float>(intersection) / static_cast<float>(union_area) : 1.0f;

@@ -1,0 +1,179 @@
+#include "batch_job.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "model_options.h"
+
+namespace sam2rt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_image_name(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+std::string duration_text(double seconds) {
+  char text[32];
+  const auto s = static_cast<long long>(seconds);
+  if (s >= 3600) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, (s / 60) % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  }
+  return text;
+}
+
+class BatchProgress {
+ public:
+  explicit BatchProgress(size_t total)
+      : total_(total), terminal_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+
+  void update(size_t done, size_t processed, size_t failed) {
+    const double seconds = milliseconds_since(start_) / 1000.0;
+    const double rate = seconds > 0 ? static_cast<double>(processed) / seconds : 0.0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
+    if (terminal_) {
+      constexpr int kWidth = 30;
+      const int filled = static_cast<int>(kWidth * done / std::max<size_t>(total_, 1));
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu, %.2f images/s, ETA %s, %zu failed ", std::string(filled, '#').c_str(),
+                   std::string(kWidth - filled, '.').c_str(), done, total_, rate, duration_text(eta).c_str(), failed);
+      if (done == total_) std::fputc('\n', stderr);
+    } else {
+      std::fprintf(stderr, "batch: %zu/%zu done, %.2f images/s, ETA %s, %zu failed\n", done, total_, rate,
+                   duration_text(eta).c_str(), failed);
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  size_t total_;
+  bool terminal_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+void BatchOptions::add_to(CLI::App& command, CLI::Option* single_image) {
+  auto* dir = command.add_option("--input-dir", input_dir,
+                                 "batch mode: every PNG/JPEG under this folder (recursively)")
+                  ->check(CLI::ExistingDirectory);
+  auto* list = command.add_option("--input-list", input_list, "batch mode: a text file with one image path per line")
+                   ->check(CLI::ExistingFile);
+  dir->excludes(list)->excludes(single_image);
+  list->excludes(single_image);
+  command.add_flag("--overwrite", overwrite, "batch mode: redo every input, even those whose output exists");
+}
+
+std::vector<BatchItem> BatchOptions::items(const std::string& extension) const {
+  if (out_dir.empty()) throw Error("batch mode (--input-dir/--input-list) needs --out-dir for its outputs");
+  std::vector<std::pair<std::string, fs::path>> inputs;  // input, output relative to out_dir
+  if (!input_dir.empty()) {
+    std::error_code error;
+    for (fs::recursive_directory_iterator it(input_dir, error), end; !error && it != end; it.increment(error)) {
+      if (!it->is_regular_file() || !is_image_name(it->path())) continue;
+      const fs::path relative = fs::relative(it->path(), input_dir);
+      inputs.emplace_back(it->path().string(), fs::path(relative).replace_extension(extension));
+    }
+    if (error) throw Error("--input-dir '" + input_dir + "': " + error.message());
+  } else {
+    std::ifstream in(input_list);
+    if (!in) throw Error("--input-list '" + input_list + "': cannot open the file");
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || line.front() == '#') continue;
+      inputs.emplace_back(line, fs::path(line).filename().replace_extension(extension));
+    }
+  }
+  if (inputs.empty()) {
+    throw Error("no images to process: " +
+                (input_dir.empty() ? "--input-list '" + input_list + "' names none"
+                                   : "no .png/.jpg/.jpeg files under --input-dir '" + input_dir + "'"));
+  }
+  std::sort(inputs.begin(), inputs.end());
+  std::map<fs::path, std::string> owner;
+  std::vector<BatchItem> items;
+  for (const auto& [input, relative] : inputs) {
+    const auto [it, fresh] = owner.emplace(relative, input);
+    if (!fresh) {
+      throw Error("inputs '" + it->second + "' and '" + input + "' would both write '" + relative.string() +
+                  "'; rename one or use --input-dir");
+    }
+    items.push_back({input, (fs::path(out_dir) / relative).string()});
+  }
+  return items;
+}
+
+int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, int64_t max_pixels,
+              const std::function<void(const RgbImage&, const BatchItem&)>& work) {
+  std::error_code error;
+  fs::create_directories(options.out_dir, error);
+  if (error) throw Error("--out-dir '" + options.out_dir + "': cannot create it (" + error.message() + ")");
+  const std::string manifest_path = (fs::path(options.out_dir) / "manifest.jsonl").string();
+  AtomicFile manifest(manifest_path);  // fails now, before any work, if OUT is not writable
+
+  std::vector<size_t> todo;
+  std::vector<nlohmann::json> records(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!options.overwrite && fs::exists(items[i].output)) {
+      records[i] = {{"input", items[i].input}, {"output", items[i].output}, {"status", "skipped"}};
+    } else {
+      todo.push_back(i);
+    }
+  }
+  std::fprintf(stderr, "batch: %zu images, %zu to do, %zu already done (--overwrite redoes them)\n", items.size(),
+               todo.size(), items.size() - todo.size());
+  auto decode = [max_pixels](const std::string& path) { return decode_image_file(path, max_pixels); };
+  BatchProgress progress(items.size());
+  size_t failed = 0, processed = 0;
+  std::future<RgbImage> next;
+  if (!todo.empty()) next = std::async(std::launch::async, decode, items[todo.front()].input);
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const BatchItem& item = items[todo[k]];
+    const auto start = std::chrono::steady_clock::now();
+    nlohmann::json& record = records[todo[k]];
+    record = {{"input", item.input}, {"output", item.output}};
+    try {
+      const RgbImage image = next.get();
+      // The next image decodes while this one is processed.
+      if (k + 1 < todo.size()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
+      fs::create_directories(fs::path(item.output).parent_path(), error);
+      work(image, item);
+      record["status"] = "ok";
+    } catch (const std::exception& e) {
+      if (k + 1 < todo.size() && !next.valid()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
+      record["status"] = "error";
+      record["error"] = e.what();
+      ++failed;
+      std::fprintf(stderr, "%sbatch: %s: %s\n", isatty(STDERR_FILENO) ? "\n" : "", item.input.c_str(), e.what());
+    }
+    record["ms"] = milliseconds_since(start);
+    ++processed;
+    progress.update(items.size() - todo.size() + k + 1, processed, failed);
+  }
+  std::string lines;
+  for (const nlohmann::json& r : records) lines += r.dump() + "\n";
+  manifest.write(lines.data(), lines.size());
+  manifest.commit();
+  std::printf("%zu images: %zu done, %zu skipped, %zu failed -> %s\n", items.size(), todo.size() - failed,
+              items.size() - todo.size(), failed, manifest_path.c_str());
+  return static_cast<int>(failed);
+}
+
+}  // namespace sam2rt::cli

@@ -29,6 +29,15 @@ OUTPUT_EXTENSION = {"encode": ".safetensors", "everything": ".json"}
 
 
 @dataclass
+class BatchJob:
+    """A checked job, ready to run on any cluster: what to run, on which items, where the manifest goes."""
+
+    spec: JobSpec
+    items: list
+    out_dir: str
+
+
+@dataclass
 class JobSummary:
     """The records of a finished job (manifest order) and its counts."""
 
@@ -53,18 +62,17 @@ def _tasks_in_flight(client):
     return max(4, 2 * threads)
 
 
-def run_job(client, spec, items, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None):
-    """Runs spec over items (BatchItem list) on client's workers; writes OUT/manifest.jsonl.
+def run_job(client, job, batch_size=DEFAULT_BATCH_SIZE, progress=None):
+    """Runs a prepared job (prepare_encode, prepare_everything) on client's workers; writes OUT/manifest.jsonl.
 
     progress(done, total, failed) is called once before any work (done = the outputs that
-    exist) and after every finished task. Raises ValueError
-    for a bad batch size or an unwritable out_dir, ModelLoadError when a worker cannot load
+    exist) and after every finished task. Raises ModelLoadError when a worker cannot load
     the model (the remaining tasks are cancelled)."""
     from distributed import as_completed
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    check_writable(out_dir)
+    spec, items = job.spec, job.items
     start = time.perf_counter()
     records = [None] * len(items)
     todo = []
@@ -118,7 +126,7 @@ def run_job(client, spec, items, out_dir, batch_size=DEFAULT_BATCH_SIZE, progres
         client.cancel(list(batch_of))
         raise
     remove_stale_temporaries(items[i].output for i in todo)
-    manifest = write_manifest(out_dir, records)
+    manifest = write_manifest(job.out_dir, records)
     skipped = sum(record["status"] == "skipped" for record in records)
     return JobSummary(records, manifest, len(items) - skipped - failed, skipped, failed, time.perf_counter() - start)
 
@@ -148,31 +156,50 @@ def _frozen(value):
     return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
-def encode(client, out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
-           synthetic_weights=None, config=None, variant="tiny", precision="fp32", max_image_pixels=100_000_000,
-           threads=None, batch_size=DEFAULT_BATCH_SIZE, progress=None):
-    """`sam2rt encode --decoder-ready` on every input: OUT/<name>.safetensors per image."""
+def _prepared(spec, out_dir, input_dir, input_list):
+    out_dir = os.fspath(out_dir)
+    items = batch_items(out_dir, OUTPUT_EXTENSION[spec.kind], input_dir, input_list)
+    check_writable(out_dir)
+    return BatchJob(spec, items, out_dir)
+
+
+def prepare_encode(out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
+                   synthetic_weights=None, config=None, variant="tiny", precision="fp32",
+                   max_image_pixels=100_000_000, threads=None):
+    """Checks an encode job (arguments, inputs, output folder) without a cluster; ValueError otherwise."""
     spec = _model_spec("encode", checkpoint, synthetic_weights, config, variant, precision, max_image_pixels,
                        threads, overwrite)
-    items = batch_items(os.fspath(out_dir), OUTPUT_EXTENSION["encode"], input_dir, input_list)
-    return run_job(client, spec, items, os.fspath(out_dir), batch_size, progress)
+    return _prepared(spec, out_dir, input_dir, input_list)
 
 
-def everything(client, out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
-               synthetic_weights=None, config=None, variant="tiny", precision="fp32", max_image_pixels=100_000_000,
-               threads=None, batch_size=DEFAULT_BATCH_SIZE, progress=None, output_mode="coco_rle", **amg_params):
-    """`sam2rt everything --input-dir/--input-list --out-dir` on every input: OUT/<name>.json per image.
-
-    amg_params: SAM2AutomaticMaskGenerator's parameters under their official names
-    (points_per_side, pred_iou_thresh, crop_n_layers, point_grids, ...)."""
+def prepare_everything(out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
+                       synthetic_weights=None, config=None, variant="tiny", precision="fp32",
+                       max_image_pixels=100_000_000, threads=None, output_mode="coco_rle", **amg_params):
+    """Checks an everything job (arguments, generator parameters, inputs, output folder) without a cluster."""
     params = {name: _frozen(value) for name, value in amg_params.items()}
     if params.get("point_grids") is not None and "points_per_side" not in params:
         params["points_per_side"] = None
-    _sam2rt.validate_everything_options(params, output_mode)  # fails here, before any worker starts
+    _sam2rt.validate_everything_options(params, output_mode)
     spec = _model_spec("everything", checkpoint, synthetic_weights, config, variant, precision, max_image_pixels,
                        threads, overwrite, tuple(sorted(params.items())), output_mode)
-    items = batch_items(os.fspath(out_dir), OUTPUT_EXTENSION["everything"], input_dir, input_list)
-    return run_job(client, spec, items, os.fspath(out_dir), batch_size, progress)
+    return _prepared(spec, out_dir, input_dir, input_list)
+
+
+def encode(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
+    """`sam2rt encode --decoder-ready` on every input: OUT/<name>.safetensors per image.
+
+    options: those of prepare_encode (input_dir or input_list, checkpoint or
+    synthetic_weights, config or variant, overwrite, precision, max_image_pixels, threads)."""
+    return run_job(client, prepare_encode(out_dir, **options), batch_size, progress)
+
+
+def everything(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
+    """`sam2rt everything --input-dir/--input-list --out-dir` on every input: OUT/<name>.json per image.
+
+    options: those of prepare_encode, output_mode, and SAM2AutomaticMaskGenerator's
+    parameters under their official names (points_per_side, pred_iou_thresh, crop_n_layers,
+    point_grids, ...)."""
+    return run_job(client, prepare_everything(out_dir, **options), batch_size, progress)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ AMG_SWITCHES = [
 ]
 
 
+WAIT_FOR_WORKERS_S = 120
+
+
 class UsageError(Exception):
     pass
 
@@ -173,26 +176,26 @@ class _ProgressLines:
               f"{failed} failed", file=sys.stderr, flush=True)
 
 
-def _run(args, client):
+def _prepare(args):
     options = dict(
         out_dir=args.out_dir, input_dir=args.input_dir, input_list=args.input_list, overwrite=args.overwrite,
         checkpoint=args.model, synthetic_weights=args.synthetic_weights, config=args.config, variant=args.variant,
-        precision=args.precision, max_image_pixels=args.max_image_pixels, threads=args.threads,
-        batch_size=args.batch_size, progress=_ProgressLines())
+        precision=args.precision, max_image_pixels=args.max_image_pixels, threads=args.threads)
     if args.command == "encode":
-        return jobs.encode(client, **options)
-    return jobs.everything(client, output_mode=args.output_mode, **options, **_amg_params(args))
+        return jobs.prepare_encode(**options)
+    return jobs.prepare_everything(output_mode=args.output_mode, **options, **_amg_params(args))
 
 
-def _connect_and_run(args):
+def _run_on_cluster(args, job):
     from distributed import Client, LocalCluster
 
     if args.scheduler:
         with Client(args.scheduler, timeout="30s") as client:
-            return _run(args, client)
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_S)
+            return jobs.run_job(client, job, args.batch_size, _ProgressLines())
     with LocalCluster(n_workers=args.local, threads_per_worker=args.local_threads, processes=True,
-                      host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as client:
-        return _run(args, client)
+                      host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+        return jobs.run_job(client, job, args.batch_size, _ProgressLines())
 
 
 def _one_line(message):
@@ -203,10 +206,9 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         _check_files(args)
-        if args.command == "everything":
-            _amg_params(args)  # bad --point-grids fail before connecting
-        summary = _connect_and_run(args)
-    except (UsageError, ValueError, ModelLoadError, OSError) as error:
+        job = _prepare(args)  # everything that can be wrong with the arguments fails here, before any cluster
+        summary = _run_on_cluster(args, job)
+    except (UsageError, ValueError, ModelLoadError, OSError, TimeoutError) as error:
         print(f"sam2rt.dask: error: {_one_line(str(error))}", file=sys.stderr)
         return 2
     print(f"{len(summary.records)} images: {summary.done} done, {summary.skipped} skipped, {summary.failed} failed "

@@ -118,8 +118,8 @@ AmgOutputMode batch_output_mode(const std::string& name) {
     throw py::value_error(e.what());
   }
   if (mode == AmgOutputMode::binary_mask) {
-    throw py::value_error("batch mode keeps the masks in each image's JSON: use output_mode coco_rle or "
-                          "uncompressed_rle");
+    throw py::value_error("output_mode binary_mask: batch mode keeps the masks in each image's JSON; use "
+                          "coco_rle or uncompressed_rle");
   }
   return mode;
 }

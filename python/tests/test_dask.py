@@ -126,8 +126,11 @@ def test_everything_matches_the_cli_byte_for_byte(client, images, cli_everything
 
 def test_encode_matches_the_cli_per_image(client, images, tmp_path):
     summary = jobs.encode(client, tmp_path / "out", input_dir=images, checkpoint=CHECKPOINT,
-                          config=goldens.MICRO_CONFIG, threads=1, batch_size=3)
+                          config=goldens.MICRO_CONFIG, batch_size=3)
     assert (summary.done, summary.failed) == (len(SIZES), 1)
+    # Without threads, the machine's cores are shared among the 2 Dask threads of its workers.
+    cores = len(os.sched_getaffinity(0))
+    assert set(client.run(lambda: __import__("sam2rt").get_num_threads()).values()) == {max(1, cores // 2)}
     items = batch_items(str(tmp_path / "cli"), ".safetensors", input_dir=str(images))
     assert len(items) == len(SIZES) + 1
     for item in items:

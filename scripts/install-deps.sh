@@ -10,6 +10,7 @@ packages=(
   libyaml-cpp-dev        # official-format model configs
   nlohmann-json3-dev     # safetensors headers, JSON outputs
   libcli11-dev           # command line
+  libopencv-imgproc-dev  # contour tracing for mask polygons
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
   python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)

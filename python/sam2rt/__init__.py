@@ -6,6 +6,7 @@ the same shapes and dtypes.
 """
 
 from ._sam2rt import EngineError, get_num_threads, set_num_threads
+from .automatic_mask_generator import SAM2AutomaticMaskGenerator
 from .build_sam import SAM2Model, build_sam2, build_sam2_hf
 from .sam2_image_predictor import SAM2ImagePredictor
 
@@ -13,6 +14,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EngineError",
+    "SAM2AutomaticMaskGenerator",
     "SAM2ImagePredictor",
     "SAM2Model",
     "build_sam2",

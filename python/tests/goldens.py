@@ -92,3 +92,33 @@ def upsample_bilinear(low_res, height, width):
     values = low_res.astype(np.float64)
     rows = values[:, y0, :] * (1 - fy)[None, :, None] + values[:, y1, :] * fy[None, :, None]
     return rows[:, :, x0] * (1 - fx)[None, None, :] + rows[:, :, x1] * fx[None, None, :]
+
+
+AMG = FIXTURES / "amg"
+
+
+def coco_counts_from_string(text):
+    """pycocotools' rleFrString: the run lengths of a compressed COCO RLE counts string."""
+    counts, position = [], 0
+    while position < len(text):
+        value, shift, more = 0, 0, True
+        while more:
+            chunk = ord(text[position]) - 48
+            value |= (chunk & 0x1F) << (5 * shift)
+            more = bool(chunk & 0x20)
+            position += 1
+            shift += 1
+            if not more and chunk & 0x10:
+                value |= -1 << (5 * shift)
+        if len(counts) > 2:
+            value += counts[-2]
+        counts.append(value)
+    return counts
+
+
+def rle_to_mask(rle):
+    """sam2.utils.amg.rle_to_mask: uncompressed RLE (column-major runs) -> bool [H, W]."""
+    height, width = rle["size"]
+    values = np.zeros(len(rle["counts"]), dtype=bool)
+    values[1::2] = True
+    return np.repeat(values, rle["counts"]).reshape(width, height).T

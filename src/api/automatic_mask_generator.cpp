@@ -40,12 +40,63 @@ struct Candidate {
   std::array<float, 2> point{};
   const float* logits = nullptr;  // [L, L], unclamped
   float iou = 0;
+  int mask_index = 0;             // which of its point's masks
 };
+
+// The candidates of a batch of points (point-major, mask-minor) and the
+// predictions their logits live in: _process_batch's decoding, with the m2m
+// refinement when asked for.
+struct DecodedBatch {
+  std::vector<MaskPrediction> predictions, refined;
+  std::vector<Candidate> candidates;
+};
+
+DecodedBatch decode_points(const Predictor& predictor, const std::vector<std::array<float, 2>>& points,
+                           const AmgParams& p, int64_t low_res) {
+  DecodedBatch batch;
+  std::vector<Prompt> prompts;
+  for (const auto& point : points) prompts.push_back(Prompt{{PointPrompt{point[0], point[1], 1}}, std::nullopt, Tensor()});
+  batch.predictions = predictor.predict_batch_low_res(prompts, p.multimask_output);
+  const int64_t plane = low_res * low_res;
+  for (size_t i = 0; i < batch.predictions.size(); ++i) {
+    const MaskPrediction& prediction = batch.predictions[i];
+    for (size_t m = 0; m < prediction.iou_predictions.size(); ++m) {
+      batch.candidates.push_back({points[i], prediction.low_res_masks.data() + static_cast<int64_t>(m) * plane,
+                                  prediction.iou_predictions[m], static_cast<int>(m)});
+    }
+  }
+  if (!p.use_m2m) return batch;
+  // One refinement step: the same point with the candidate's clamped logits as mask input.
+  std::vector<Prompt> refine_prompts;
+  for (const Candidate& c : batch.candidates) {
+    Tensor mask_input({1, low_res, low_res});
+    std::transform(c.logits, c.logits + plane, mask_input.data(), [](float v) { return std::clamp(v, -32.0f, 32.0f); });
+    refine_prompts.push_back(Prompt{{PointPrompt{c.point[0], c.point[1], 1}}, std::nullopt, mask_input});
+  }
+  for (size_t k = 0; k < refine_prompts.size(); k += static_cast<size_t>(p.points_per_batch)) {
+    const size_t end = std::min(refine_prompts.size(), k + static_cast<size_t>(p.points_per_batch));
+    const std::vector<Prompt> chunk(refine_prompts.begin() + static_cast<std::ptrdiff_t>(k),
+                                    refine_prompts.begin() + static_cast<std::ptrdiff_t>(end));
+    for (MaskPrediction& r : predictor.predict_batch_low_res(chunk, false)) batch.refined.push_back(std::move(r));
+  }
+  for (size_t k = 0; k < batch.candidates.size(); ++k) {
+    batch.candidates[k].logits = batch.refined[k].low_res_masks.data();
+    batch.candidates[k].iou = batch.refined[k].iou_predictions[0];
+  }
+  return batch;
+}
 
 // A mask that passed the filters of its batch, box in the crop's frame.
 struct Kept {
-  AmgMask mask;
+  AmgMask mask;                          // segmentation empty while deferred
   std::array<int64_t, 4> box_in_crop{};  // XYXY, last set column/row
+  // A mask whose RLE would outweigh its low-res plane (noisy masks on big
+  // photos) waits for the NMS as (point, mask index) only; the masks the NMS
+  // keeps are decoded and scanned again, which gives the same bits (a prompt
+  // decodes alone as in a batch). So waiting candidates cost almost no memory.
+  bool deferred = false;
+  std::array<float, 2> point_in_crop{};
+  int mask_index = 0;
 };
 
 // Full-image column-major RLE of the crop-frame runs (padded as uncrop_masks does).
@@ -80,6 +131,15 @@ bool near_crop_edge(const std::array<int64_t, 4>& box_in_crop, const CropBox& cr
     if (near_crop && !near_image) return true;
   }
   return false;
+}
+
+// The logits the predictor upsamples: `logits` itself, or its hole/sprinkle-filled copy in `storage`.
+const float* filled_logits(const float* logits, int64_t low_res, const MaskFill& fill, Tensor& storage) {
+  if (!fill.active()) return logits;
+  storage = Tensor::uninitialized({1, low_res, low_res});
+  std::copy_n(logits, low_res * low_res, storage.data());
+  fill_holes_and_sprinkles(storage, fill);
+  return storage.data();
 }
 
 RgbImage cut(const RgbImage& image, const CropBox& crop) {
@@ -215,46 +275,14 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
     std::vector<Kept> kept;
     for (size_t first = 0; first < grid.size(); first += static_cast<size_t>(p.points_per_batch)) {
       const size_t last = std::min(grid.size(), first + static_cast<size_t>(p.points_per_batch));
-      std::vector<Prompt> prompts;
       std::vector<std::array<float, 2>> points;
       for (size_t i = first; i < last; ++i) {
         // grid * [crop_w, crop_h] in float64, then float32 (torch.as_tensor(points, float32)).
-        const std::array<float, 2> point{static_cast<float>(grid[i][0] * crop_w),
-                                         static_cast<float>(grid[i][1] * crop_h)};
-        points.push_back(point);
-        prompts.push_back(Prompt{{PointPrompt{point[0], point[1], 1}}, std::nullopt, Tensor()});
+        points.push_back({static_cast<float>(grid[i][0] * crop_w), static_cast<float>(grid[i][1] * crop_h)});
       }
-      std::vector<MaskPrediction> predictions = predictor.predict_batch_low_res(prompts, p.multimask_output);
-      std::vector<Candidate> candidates;
+      const DecodedBatch decoded = decode_points(predictor, points, p, low_res);
+      const std::vector<Candidate>& candidates = decoded.candidates;
       const int64_t plane = low_res * low_res;
-      for (size_t i = 0; i < predictions.size(); ++i) {
-        for (size_t m = 0; m < predictions[i].iou_predictions.size(); ++m) {
-          candidates.push_back({points[i], predictions[i].low_res_masks.data() + static_cast<int64_t>(m) * plane,
-                                predictions[i].iou_predictions[m]});
-        }
-      }
-      std::vector<MaskPrediction> refined;
-      if (p.use_m2m) {
-        // One refinement step: the same point with the candidate's clamped logits as mask input.
-        std::vector<Prompt> refine_prompts;
-        for (const Candidate& c : candidates) {
-          Tensor mask_input({1, low_res, low_res});
-          std::transform(c.logits, c.logits + plane, mask_input.data(),
-                         [](float v) { return std::clamp(v, -32.0f, 32.0f); });
-          refine_prompts.push_back(Prompt{{PointPrompt{c.point[0], c.point[1], 1}}, std::nullopt, mask_input});
-        }
-        for (size_t k = 0; k < refine_prompts.size(); k += static_cast<size_t>(p.points_per_batch)) {
-          const size_t end = std::min(refine_prompts.size(), k + static_cast<size_t>(p.points_per_batch));
-          std::vector<Prompt> chunk(refine_prompts.begin() + static_cast<std::ptrdiff_t>(k),
-                                    refine_prompts.begin() + static_cast<std::ptrdiff_t>(end));
-          for (MaskPrediction& r : predictor.predict_batch_low_res(chunk, false)) refined.push_back(std::move(r));
-        }
-        for (size_t k = 0; k < candidates.size(); ++k) {
-          candidates[k].logits = refined[k].low_res_masks.data();
-          candidates[k].iou = refined[k].iou_predictions[0];
-        }
-      }
-
       std::vector<std::optional<Kept>> decided(candidates.size());
       std::exception_ptr failure;
       const auto count = static_cast<int64_t>(candidates.size());
@@ -263,14 +291,8 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
         try {
           const Candidate& c = candidates[static_cast<size_t>(k)];
           if (p.pred_iou_thresh > 0.0 && !(c.iou > iou_thresh)) continue;
-          const float* logits = c.logits;
           Tensor filled;
-          if (fill.active()) {
-            filled = Tensor::uninitialized({1, low_res, low_res});
-            std::copy_n(c.logits, plane, filled.data());
-            fill_holes_and_sprinkles(filled, fill);
-            logits = filled.data();
-          }
+          const float* logits = filled_logits(c.logits, low_res, fill, filled);
           UpscaledMaskSummary summary;
           scanners[static_cast<size_t>(omp_get_thread_num())].scan(logits, threshold, high, low, summary);
           // A float32 division of the counts; 0/0 is NaN and fails the test, as in torch.
@@ -287,8 +309,15 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
           if (near_crop_edge(box, crop, height, width)) continue;
           Kept result;
           result.box_in_crop = box;
-          result.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
-          result.mask.area = rle_area(result.mask.segmentation);
+          for (const ColumnRun& run : summary.runs) result.mask.area += run.y1 - run.y0;
+          const auto rle_bytes = static_cast<int64_t>(summary.runs.size() * 2 * sizeof(int64_t));
+          if (rle_bytes > plane * static_cast<int64_t>(sizeof(float))) {
+            result.deferred = true;
+            result.point_in_crop = c.point;
+            result.mask_index = c.mask_index;
+          } else {
+            result.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
+          }
           result.mask.predicted_iou = c.iou;
           result.mask.stability_score = stability;
           // uncrop_points: float32 point + int offset in float32.
@@ -318,7 +347,32 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
     }
     // 1 / box_area(crop_boxes): the int64 area to float32, then its reciprocal.
     const float crop_score = 1.0f / static_cast<float>(crop.width() * crop.height());
-    for (const int64_t i : batched_nms(boxes, scores, p.box_nms_thresh)) {
+    const std::vector<int64_t> keep = batched_nms(boxes, scores, p.box_nms_thresh);
+    // The deferred masks the NMS keeps: decoded and scanned again.
+    std::vector<std::array<float, 2>> deferred_points;
+    for (const int64_t i : keep) {
+      if (kept[static_cast<size_t>(i)].deferred) deferred_points.push_back(kept[static_cast<size_t>(i)].point_in_crop);
+    }
+    for (size_t first = 0, next = 0; first < deferred_points.size(); first += static_cast<size_t>(p.points_per_batch)) {
+      const size_t last = std::min(deferred_points.size(), first + static_cast<size_t>(p.points_per_batch));
+      const DecodedBatch again = decode_points(
+          predictor, std::vector<std::array<float, 2>>(deferred_points.begin() + static_cast<std::ptrdiff_t>(first),
+                                                       deferred_points.begin() + static_cast<std::ptrdiff_t>(last)),
+          p, low_res);
+      size_t offset = 0;  // first candidate of the current point
+      for (size_t j = 0; j < again.predictions.size(); ++j) {
+        while (!kept[static_cast<size_t>(keep[next])].deferred) ++next;
+        Kept& k = kept[static_cast<size_t>(keep[next++])];
+        Tensor filled;
+        const float* logits =
+            filled_logits(again.candidates[offset + static_cast<size_t>(k.mask_index)].logits, low_res, fill, filled);
+        offset += again.predictions[j].iou_predictions.size();
+        UpscaledMaskSummary summary;
+        scanners.front().scan(logits, threshold, high, low, summary);
+        k.mask.segmentation = uncropped_rle(summary.runs, crop, height, width);
+      }
+    }
+    for (const int64_t i : keep) {
       Kept& k = kept[static_cast<size_t>(i)];
       image_boxes.push_back(as_float({k.box_in_crop[0] + crop.x0, k.box_in_crop[1] + crop.y0,
                                       k.box_in_crop[2] + crop.x0, k.box_in_crop[3] + crop.y0}));

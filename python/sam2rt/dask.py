@@ -23,6 +23,7 @@ from . import _sam2rt
 from .batch_inputs import batch_items
 from .batch_manifest import check_writable, error_record, skipped_record, write_manifest
 from .batch_worker import JobSpec, ModelLoadError, process_batch, remove_stale_temporaries
+from .coco_dataset import check_coco_writable, write_coco_dataset
 
 DEFAULT_BATCH_SIZE = 8
 OUTPUT_EXTENSION = {"encode": ".safetensors", "everything": ".json"}
@@ -35,6 +36,7 @@ class BatchJob:
     spec: JobSpec
     items: list
     out_dir: str
+    coco_path: str = ""  # everything: also write the COCO dataset file of all outputs here
 
 
 @dataclass
@@ -127,6 +129,8 @@ def run_job(client, job, batch_size=DEFAULT_BATCH_SIZE, progress=None):
         raise
     remove_stale_temporaries(items[i].output for i in todo)
     manifest = write_manifest(job.out_dir, records)
+    if job.coco_path:
+        write_coco_dataset(job.coco_path, items)
     skipped = sum(record["status"] == "skipped" for record in records)
     return JobSummary(records, manifest, len(items) - skipped - failed, skipped, failed, time.perf_counter() - start)
 
@@ -174,15 +178,22 @@ def prepare_encode(out_dir, input_dir=None, input_list=None, overwrite=False, ch
 
 def prepare_everything(out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
                        synthetic_weights=None, config=None, variant="tiny", precision="fp32",
-                       max_image_pixels=100_000_000, threads=None, output_mode="coco_rle", **amg_params):
-    """Checks an everything job (arguments, generator parameters, inputs, output folder) without a cluster."""
+                       max_image_pixels=100_000_000, threads=None, output_mode="coco_rle", coco=None,
+                       **amg_params):
+    """Checks an everything job (arguments, generator parameters, inputs, output folder) without a cluster.
+
+    coco: also write one COCO dataset file of all the outputs there at the end (`--coco`)."""
     params = {name: _frozen(value) for name, value in amg_params.items()}
     if params.get("point_grids") is not None and "points_per_side" not in params:
         params["points_per_side"] = None
     _sam2rt.validate_everything_options(params, output_mode)
     spec = _model_spec("everything", checkpoint, synthetic_weights, config, variant, precision, max_image_pixels,
                        threads, overwrite, tuple(sorted(params.items())), output_mode)
-    return _prepared(spec, out_dir, input_dir, input_list)
+    job = _prepared(spec, out_dir, input_dir, input_list)
+    if coco is not None:
+        job.coco_path = os.fspath(coco)
+        check_coco_writable(job.coco_path)
+    return job
 
 
 def encode(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
@@ -196,7 +207,7 @@ def encode(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **opti
 def everything(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
     """`sam2rt everything --input-dir/--input-list --out-dir` on every input: OUT/<name>.json per image.
 
-    options: those of prepare_encode, output_mode, and SAM2AutomaticMaskGenerator's
+    options: those of prepare_encode, output_mode, coco, and SAM2AutomaticMaskGenerator's
     parameters under their official names (points_per_side, pred_iou_thresh, crop_n_layers,
     point_grids, ...)."""
     return run_job(client, prepare_everything(out_dir, **options), batch_size, progress)

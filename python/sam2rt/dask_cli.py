@@ -109,6 +109,9 @@ def _parser():
     _add_batch_options(everything)
     everything.add_argument("--output-mode", default="coco_rle", choices=["coco_rle", "uncompressed_rle"],
                             help="segmentation in the JSON (default coco_rle)")
+    everything.add_argument("--coco", metavar="FILE",
+                            help="also write one COCO dataset file (images, annotations with RLE segmentation, "
+                                 "bbox, area, score)")
     everything.add_argument("--point-grids", metavar="FILE",
                             help="JSON file of custom grids instead of --points-per-side: [[[x, y], ...], ...]")
     for name, kind, default, text in AMG_PARAMETERS:
@@ -183,7 +186,7 @@ def _prepare(args):
         precision=args.precision, max_image_pixels=args.max_image_pixels, threads=args.threads)
     if args.command == "encode":
         return jobs.prepare_encode(**options)
-    return jobs.prepare_everything(output_mode=args.output_mode, **options, **_amg_params(args))
+    return jobs.prepare_everything(output_mode=args.output_mode, coco=args.coco, **options, **_amg_params(args))
 
 
 def _run_on_cluster(args, job):

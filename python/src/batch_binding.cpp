@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/image.h"
+#include "io/mask_rle.h"
 #include "model/synthetic_weights.h"
 
 namespace py = pybind11;
@@ -196,6 +197,13 @@ void bind_batch(py::module_& module) {
       .def(py::init<BatchModel, const py::dict&, const std::string&>(), py::arg("model"), py::arg("params"),
            py::arg("output_mode"))
       .def("process", &BatchSegmenter::process, py::arg("input"), py::arg("output"));
+  module.def(
+      "coco_rle_string",
+      [](int64_t height, int64_t width, std::vector<int64_t> counts) {
+        return coco_rle_string(UncompressedRle{height, width, std::move(counts)});
+      },
+      py::arg("height"), py::arg("width"), py::arg("counts"),
+      "COCO's compressed RLE string of column-major run lengths (pycocotools' rleToString).");
   module.def(
       "validate_everything_options",
       [](const py::dict& params, const std::string& output_mode) {

@@ -75,7 +75,8 @@ def cli_everything(images, tmp_path_factory):
     """The one-process CLI's batch run: OUT/*.json and its manifest."""
     out = tmp_path_factory.mktemp("cli_everything")
     result = subprocess.run([str(_cli_path()), "everything", *MODEL_FLAGS, *AMG_FLAGS, "--input-dir", str(images),
-                             "--out-dir", str(out)], capture_output=True, text=True, timeout=300)
+                             "--out-dir", str(out), "--coco", str(out.parent / "cli_coco.json")],
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr  # the corrupt image fails
     return out
 
@@ -97,6 +98,15 @@ def _manifest(folder):
     return [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
 
 
+def _same_coco(ours, theirs):
+    """The same dataset, keys in the same order; floats are equal but not always spelled alike (Python
+    writes the shortest digits that round-trip, the CLI's JSON library sometimes one more)."""
+    ours_text, theirs_text = ours.read_text(), theirs.read_text()
+    assert list(json.loads(ours_text)) == list(json.loads(theirs_text)) == sorted(json.loads(theirs_text))
+    assert ours_text.count(",") == theirs_text.count(",") and ours_text.endswith("}\n")
+    return json.loads(ours_text) == json.loads(theirs_text)
+
+
 def _relative_records(folder):
     """The manifest's records with outputs relative to folder and without the timings."""
     records = _manifest(folder)
@@ -112,8 +122,9 @@ def _run_everything(client, images, out, **options):
 
 
 def test_everything_matches_the_cli_byte_for_byte(client, images, cli_everything, tmp_path):
-    summary = _run_everything(client, images, tmp_path / "out")
+    summary = _run_everything(client, images, tmp_path / "out", coco=tmp_path / "coco.json")
     expected = _outputs(cli_everything)
+    assert _same_coco(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
     assert len(expected) == len(SIZES) and all(name.endswith(".json") for name in expected)
     assert _outputs(tmp_path / "out") == expected
     assert (summary.done, summary.skipped, summary.failed) == (len(SIZES), 0, 1)
@@ -122,6 +133,12 @@ def test_everything_matches_the_cli_byte_for_byte(client, images, cli_everything
     assert ours == _relative_records(cli_everything)
     broken = [r for r in ours if r["status"] == "error"]
     assert [Path(r["input"]).name for r in broken] == ["broken.png"] and broken[0]["error"]
+
+
+def test_coco_dataset_from_uncompressed_outputs_is_the_same(client, images, cli_everything, tmp_path):
+    _run_everything(client, images, tmp_path / "out", coco=tmp_path / "coco.json", output_mode="uncompressed_rle")
+    assert all(b'"counts":[' in data for data in _outputs(tmp_path / "out").values())
+    assert _same_coco(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
 
 
 def test_encode_matches_the_cli_per_image(client, images, tmp_path):

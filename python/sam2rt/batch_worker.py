@@ -80,8 +80,8 @@ def engine_for(spec):
     """The process's engine for this job, loaded on first use."""
     key = spec.engine_key()
     with _engines_lock:
+        _sam2rt.set_num_threads(_compute_threads(spec))  # per job: a warm worker may serve several
         if key not in _engines:
-            _sam2rt.set_num_threads(_compute_threads(spec))
             _engines.clear()  # one model per process: a new job replaces the last one
             _engines[key] = _load_engine(spec)
         return _engines[key]
@@ -105,7 +105,7 @@ def process_batch(spec, items):
             try:
                 engine.process(source, output)
                 record["status"] = "ok"
-            except (RuntimeError, ValueError, OSError) as error:
+            except (RuntimeError, ValueError, OSError, MemoryError) as error:
                 record["status"] = "error"
                 record["error"] = str(error)
         record["ms"] = (time.perf_counter() - start) * 1000.0

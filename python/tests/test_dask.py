@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import distributed
 import numpy as np
 import pytest
 
@@ -21,8 +22,6 @@ import goldens
 import sam2rt
 from sam2rt import dask as jobs
 from sam2rt.batch_inputs import batch_items
-
-distributed = pytest.importorskip("distributed")
 
 CHECKPOINT = goldens.MICRO / "micro.pt"
 # About 0.4 s per image on one core, and no filter, so that the micro model's masks reach the JSON.

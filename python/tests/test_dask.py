@@ -22,6 +22,7 @@ import goldens
 import sam2rt
 from sam2rt import dask as jobs
 from sam2rt.batch_inputs import batch_items
+from sam2rt.batch_worker import ModelLoadError
 
 CHECKPOINT = goldens.MICRO / "micro.pt"
 # About 0.4 s per image on one core, and no filter, so that the micro model's masks reach the JSON.
@@ -243,3 +244,12 @@ def test_bad_parameters_fail_without_a_cluster(tmp_path):
         jobs.prepare_everything(tmp_path, input_dir=tmp_path, synthetic_weights=0, crop_overlap_ratio=1.5)
     with pytest.raises(ValueError, match="binary_mask"):
         jobs.prepare_everything(tmp_path, input_dir=tmp_path, synthetic_weights=0, output_mode="binary_mask")
+
+
+def test_a_model_the_workers_cannot_load_stops_the_job(client, images, tmp_path):
+    not_a_checkpoint = tmp_path / "model.pt"
+    not_a_checkpoint.write_text("not a checkpoint")
+    with pytest.raises(ModelLoadError, match="cannot load the model"):
+        jobs.encode(client, tmp_path / "out", input_dir=images, checkpoint=not_a_checkpoint,
+                    config=goldens.MICRO_CONFIG, batch_size=2)
+    assert not list((tmp_path / "out").glob("*.safetensors"))

@@ -19,6 +19,7 @@ packages=(
   # The Python package (python/): extension, pip install / wheel offline, its tests.
   python3-dev pybind11-dev python3-pil
   python3-pip python3-setuptools python3-wheel python3-venv python3-build python3-pytest
+  python3-distributed    # sam2rt.dask: batch jobs on a Dask cluster (python/sam2rt/dask.py)
 )
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)

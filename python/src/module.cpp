@@ -13,4 +13,5 @@ PYBIND11_MODULE(_sam2rt, module) {
   sam2rt::python::bind_preprocessing(module);
   sam2rt::python::bind_predictor(module);
   sam2rt::python::bind_automatic_mask_generator(module);
+  sam2rt::python::bind_batch(module);
 }

@@ -13,6 +13,7 @@ packages=(
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
   python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
+  libcurl4-openssl-dev openssl   # `sam2rt download` (HTTPS); openssl makes the test's certificate
 )
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)

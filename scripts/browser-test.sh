@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# End-to-end test of `sam2rt serve` in real headless Chromium, driven by
-# playwright-core (tests/browser). Usage:
+# Lints the page of `sam2rt serve` (web/, ESLint), then tests it end to end in
+# real headless Chromium, driven by playwright-core (tests/browser). Usage:
 #   scripts/browser-test.sh [path/to/sam2rt]     (default: build/sam2rt)
 # Installs Chromium (Debian's /usr/bin/chromium) and Node.js if missing, and the
-# locked npm packages of tests/browser; playwright never downloads a browser.
+# locked npm packages of tests/browser (playwright-core, eslint); playwright never
+# downloads a browser.
 # Leaves build/browser-test/screenshot.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,9 @@ if ! cmp -s tests/browser/package-lock.json tests/browser/node_modules/.package-
   (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
   cp tests/browser/package-lock.json tests/browser/node_modules/.package-lock.json.sam2rt
 fi
+
+tests/browser/node_modules/.bin/eslint --config tests/browser/eslint.config.mjs web tests/browser
+echo "browser-test: eslint found nothing in web/ and tests/browser/"
 
 mkdir -p build/browser-test
 node tests/browser/serve_page.test.mjs "$binary" "$fixtures" build/browser-test

@@ -6,14 +6,20 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libdnnl-dev            # GEMM (oneDNN)
+  libvulkan-volk-dev libvulkan-dev glslc   # Vulkan backend: loader opened at run time, headers, shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers   # its tests: lavapipe (Vulkan on the CPU), validation layers
   libpng-dev libjpeg62-turbo-dev libexif-dev zlib1g-dev   # image codecs, EXIF orientation
   libyaml-cpp-dev        # official-format model configs
   nlohmann-json3-dev     # safetensors headers, JSON outputs
   libcli11-dev           # command line
+  libopencv-imgproc-dev  # contour tracing for mask polygons
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
   python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
   libcurl4-openssl-dev openssl   # `sam2rt download` (HTTPS); openssl makes the test's certificate
+  # The Python package (python/): extension, pip install / wheel offline, its tests.
+  python3-dev pybind11-dev python3-pil
+  python3-pip python3-setuptools python3-wheel python3-venv python3-build python3-pytest
 )
 if [ "${1:-}" = "--with-browser" ]; then
   packages+=(chromium)

@@ -18,3 +18,19 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
   -E '^(Tiny|CliTiny|EncoderShapes|MaskDecoderTiny|Bf16Encoder|GoldensWithoutAvx512)'
 echo "sanitizer build and tests took $(($(date +%s) - sanitizer_start)) s"
+
+# The Python package: its pytest suite against the extension just built, then
+# `pip install .` into a throwaway venv that sees Debian's packages, and the
+# example run from there (nothing from the source tree on the path).
+python_start=$(date +%s)
+repo=$PWD
+fixtures=$repo/../shared/fixtures
+PYTHONPATH="$repo/build/python" /usr/bin/python3 -m pytest -q python/tests
+venv=$(mktemp -d)
+trap 'rm -rf "$venv"' EXIT
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+SAM2RT_BUILD_DIR="$repo/build" "$venv/bin/pip" install --no-build-isolation --no-deps --no-index -q .
+(cd "$venv" && "$venv/bin/python" "$repo/examples/predictor.py" --config "$fixtures/micro/sam2.1_micro.yaml" \
+  --checkpoint "$fixtures/micro/micro.pt" --image "$fixtures/images/chelsea_288x112.png" --point 110,41 \
+  --out "$venv/mask.png")
+echo "Python tests and install took $(($(date +%s) - python_start)) s"

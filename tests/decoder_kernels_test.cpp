@@ -172,5 +172,16 @@ TEST(DecoderKernels, BilinearResizeRefusesEmptyTargets) {
   EXPECT_THROW(bilinear_resize(Tensor({1, 4, 4}), 0, 3), Error);
 }
 
+TEST(DecoderKernels, BilinearResizeIntoGivenTensorEqualsAllocating) {
+  const Tensor x = random_tensor({2, 3, 5, 7}, 31);
+  const Tensor want = bilinear_resize(x, 11, 6);
+  Tensor y = Tensor::filled({2, 3, 11, 6}, 9.0f);
+  bilinear_resize(x, y);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], want[i]) << i;
+  Tensor wrong_planes({2, 2, 11, 6}), no_rows({3, 0, 6});
+  EXPECT_THROW(bilinear_resize(x, wrong_planes), Error);
+  EXPECT_THROW(bilinear_resize(x, no_rows), Error);
+}
+
 }  // namespace
 }  // namespace sam2rt

@@ -1,6 +1,7 @@
 // `sam2rt serve`: the request/response JSON, the image cache, and the real
 // binary's HTTP API on a free loopback port (micro model on synthetic weights,
-// so encoding takes milliseconds).
+// so encoding takes milliseconds), including the embedded page files and
+// "segment everything".
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -21,11 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "api/automatic_mask_generator.h"
+#include "api/everything_request.h"
 #include "api/image_cache.h"
 #include "api/predictor.h"
 #include "api/segment_request.h"
 #include "core/error.h"
 #include "io/image.h"
+#include "io/mask_rle.h"
 #include "kernels/matmul.h"
 #include "test_paths.h"
 
@@ -238,6 +242,143 @@ TEST(ServeApiRequest, ResponseDescribesEveryMaskOfThePrediction) {
 }
 
 // ---------------------------------------------------------------------------
+// Everything: the generator's parameters in, its records out.
+
+TEST(ServeApiEverything, ParsesEveryOfficialParameterAndKeepsTheDefaults) {
+  const AmgParams defaults;
+  for (const char* body : {"", "  ", "{}"}) {
+    const AmgParams p = parse_everything_request(body);
+    EXPECT_EQ(p.points_per_side, defaults.points_per_side) << body;
+    EXPECT_EQ(p.points_per_batch, defaults.points_per_batch);
+    EXPECT_EQ(p.pred_iou_thresh, defaults.pred_iou_thresh);
+    EXPECT_EQ(p.stability_score_thresh, defaults.stability_score_thresh);
+    EXPECT_EQ(p.crop_overlap_ratio, defaults.crop_overlap_ratio);
+    EXPECT_TRUE(p.point_grids.empty());
+    EXPECT_EQ(p.multimask_output, defaults.multimask_output);
+  }
+  const AmgParams p = parse_everything_request(R"({
+      "points_per_side": 6, "points_per_batch": 20, "pred_iou_thresh": 0.55, "stability_score_thresh": 0.8,
+      "stability_score_offset": 0.5, "mask_threshold": 2.0, "box_nms_thresh": 0.9, "crop_n_layers": 1,
+      "crop_nms_thresh": 0.6, "crop_overlap_ratio": 0.25, "crop_n_points_downscale_factor": 2,
+      "min_mask_region_area": 6, "use_m2m": true, "multimask_output": false})");
+  EXPECT_EQ(p.points_per_side, 6);
+  EXPECT_EQ(p.points_per_batch, 20);
+  EXPECT_EQ(p.pred_iou_thresh, 0.55);
+  EXPECT_EQ(p.stability_score_thresh, 0.8);
+  EXPECT_EQ(p.stability_score_offset, 0.5);
+  EXPECT_EQ(p.mask_threshold, 2.0);
+  EXPECT_EQ(p.box_nms_thresh, 0.9);
+  EXPECT_EQ(p.crop_n_layers, 1);
+  EXPECT_EQ(p.crop_nms_thresh, 0.6);
+  EXPECT_EQ(p.crop_overlap_ratio, 0.25);
+  EXPECT_EQ(p.crop_n_points_downscale_factor, 2);
+  EXPECT_EQ(p.min_mask_region_area, 6.0);
+  EXPECT_TRUE(p.use_m2m);
+  EXPECT_FALSE(p.multimask_output);
+
+  const AmgParams grids =
+      parse_everything_request(R"({"points_per_side": null, "point_grids": [[[0.25, 0.75], [0.5, 0.5]]]})");
+  EXPECT_EQ(grids.points_per_side, std::nullopt);
+  ASSERT_EQ(grids.point_grids.size(), 1u);
+  ASSERT_EQ(grids.point_grids[0].size(), 2u);
+  EXPECT_EQ(grids.point_grids[0][0][0], 0.25);
+  EXPECT_EQ(grids.point_grids[0][0][1], 0.75);
+}
+
+TEST(ServeApiEverything, RejectsEveryBadParameterWithOneLineThatNamesIt) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not valid JSON"},
+      {"[4]", "must be a JSON object"},
+      {R"({"points_per_side": 4, "bogus": 1})", "unknown parameter \"bogus\""},
+      {R"({"output_mode": "binary_mask"})", "unknown parameter \"output_mode\""},
+      {R"({"points_per_side": 4.5})", "points_per_side must be an integer"},
+      {R"({"points_per_side": "4"})", "points_per_side must be an integer"},
+      {R"({"points_per_side": 1e12})", "points_per_side must be an integer"},
+      {R"({"points_per_batch": 99999999999})", "points_per_batch must be an integer"},
+      {R"({"pred_iou_thresh": "high"})", "pred_iou_thresh must be a number"},
+      {R"({"box_nms_thresh": null})", "box_nms_thresh must be a number"},
+      {R"({"use_m2m": 1})", "use_m2m must be true or false"},
+      {R"({"points_per_side": null, "point_grids": [[[0.5]]]})", "point_grids[0][0] must be [x, y]"},
+      {R"({"points_per_side": null, "point_grids": [[[0.5, "a"]]]})", "point_grids[0][0][1] must be a number"},
+      {R"({"points_per_side": null, "point_grids": {"a": 1}})", "point_grids must be an array"},
+      {R"({"points_per_side": 1000})", "too many points: these parameters prompt at 1000000 grid points"},
+  };
+  for (const auto& [body, expected] : cases) {
+    try {
+      parse_everything_request(body);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(expected), std::string::npos)
+          << "body " << body << "\n  message: " << message << "\n  expected to contain: " << expected;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+  // Values of the right type that the generator itself refuses: its own one-line error.
+  for (const std::string body :
+       {R"({"points_per_side": -1})", R"({"points_per_side": 0})", R"({"pred_iou_thresh": 1.5})",
+        R"({"crop_overlap_ratio": 1.0})", R"({"points_per_batch": 0})", R"({"crop_n_layers": -1})",
+        R"({"points_per_side": null})", R"({"point_grids": [[[0.5, 0.5]]]})"}) {
+    try {
+      parse_everything_request(body);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_FALSE(message.empty());
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+  EXPECT_THROW(parse_everything_request(R"({"points_per_side": 4})", EverythingLimits{15}), Error);
+  EXPECT_NO_THROW(parse_everything_request(R"({"points_per_side": 4})", EverythingLimits{16}));
+}
+
+TEST(ServeApiEverything, CountsTheGridPointsOfEveryCropLayer) {
+  AmgParams p;
+  EXPECT_EQ(everything_point_count(p), 32 * 32);
+  p.crop_n_layers = 1;
+  EXPECT_EQ(everything_point_count(p), 32 * 32 + 4 * 32 * 32);
+  p.crop_n_points_downscale_factor = 2;
+  EXPECT_EQ(everything_point_count(p), 32 * 32 + 4 * 16 * 16);
+  p.crop_n_layers = 2;
+  p.points_per_side = 5;  // 5 -> 2 -> 1 per side, as the official int(n / scale**i)
+  EXPECT_EQ(everything_point_count(p), 25 + 4 * 4 + 16 * 1);
+  p.points_per_side = std::nullopt;
+  p.point_grids = {{{0.1, 0.1}, {0.2, 0.2}, {0.3, 0.3}}, {{0.5, 0.5}}, {{0.5, 0.5}, {0.6, 0.6}}};
+  EXPECT_EQ(everything_point_count(p), 3 + 4 * 1 + 16 * 2);
+  p.points_per_side = 1 << 20;
+  p.crop_n_layers = 40;
+  p.crop_n_points_downscale_factor = 1;
+  EXPECT_GT(everything_point_count(p), int64_t{1} << 32);  // saturates, no overflow
+}
+
+TEST(ServeApiEverything, ResponseUsesTheOfficialRecordNamesAndCocoStrings) {
+  AmgMask mask;
+  // 3 wide, 2 high, column-major runs: 2 off, 1 on, 1 off, 2 on.
+  mask.segmentation = UncompressedRle{2, 3, {2, 1, 1, 2}};
+  mask.area = 3;
+  mask.bbox = {1, 0, 1, 1};
+  mask.predicted_iou = 0.75f;
+  mask.point_coords = {1.5f, 0.25f};
+  mask.stability_score = 0.5f;
+  mask.crop_box = {0, 0, 3, 2};
+  const json answer = everything_response({mask, mask}, 12.5);
+  EXPECT_DOUBLE_EQ(answer["generate_ms"].get<double>(), 12.5);
+  ASSERT_EQ(answer["masks"].size(), 2u);
+  const json& record = answer["masks"][0];
+  EXPECT_EQ(record.size(), 7u) << record.dump();
+  EXPECT_EQ(record["segmentation"]["size"], json::array({2, 3}));
+  // pycocotools' rleToString of [2, 1, 1, 2]: the 4th count is stored as 2 - 1.
+  EXPECT_EQ(record["segmentation"]["counts"], "2111");
+  EXPECT_EQ(record["area"], 3);
+  EXPECT_EQ(record["bbox"], json::array({1, 0, 1, 1}));
+  EXPECT_EQ(record["predicted_iou"].get<double>(), 0.75);
+  EXPECT_EQ(record["point_coords"], json::array({json::array({1.5, 0.25})}));
+  EXPECT_EQ(record["stability_score"].get<double>(), 0.5);
+  EXPECT_EQ(record["crop_box"], json::array({0, 0, 3, 2}));
+  EXPECT_TRUE(everything_response({}, 0)["masks"].is_array());
+}
+
+// ---------------------------------------------------------------------------
 // The image cache.
 
 std::shared_ptr<const Predictor> predictor_with_features(int width, int height) {
@@ -413,6 +554,27 @@ TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
   EXPECT_EQ(page->status, 200);
   EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
   EXPECT_NE(page->body.find("<canvas id=\"mask\">"), std::string::npos);
+  EXPECT_NE(page->body.find("<button id=\"everything\""), std::string::npos);
+  // The page's own files, byte for byte as in web/ (embedded at build time).
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"/", "text/html; charset=utf-8"}, {"/app.css", "text/css; charset=utf-8"},
+      {"/app.js", "text/javascript; charset=utf-8"}};
+  for (const auto& [path, type] : files) {
+    SCOPED_TRACE(path);
+    const auto res = client.Get(path);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Content-Type"), type);
+    EXPECT_EQ(res->get_header_value("X-Content-Type-Options"), "nosniff");
+    const std::string source = std::string(SAM2RT_SOURCE_DIR) + "/web/" + (path == "/" ? "index.html" : path.substr(1));
+    const std::string expected = read_bytes(source);
+    ASSERT_FALSE(expected.empty()) << source;
+    EXPECT_EQ(res->body, expected);
+    EXPECT_NE(page->body.find(path == "/" ? "<!doctype html>" : "\"" + path + "\""), std::string::npos);
+  }
+  const auto lookalike = client.Get("/app-css");
+  ASSERT_TRUE(lookalike);
+  EXPECT_EQ(lookalike->status, 404);
   const auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
@@ -472,6 +634,78 @@ TEST_F(ServeApiHttp, UploadsOnceAndSegmentsWithPointsBoxMultimaskPngAndRle) {
       EXPECT_TRUE(entry["bbox"].is_array() || entry["area"] == 0);
     }
   }
+}
+
+// Everything's answer is exactly the in-process generator's on the decoded upload.
+TEST_F(ServeApiHttp, EverythingAnswersTheGeneratorsRecordsForTheUploadedPhoto) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  // Every filter open: the synthetic weights' masks would not pass the official thresholds.
+  const json request = {{"points_per_side", 4}, {"pred_iou_thresh", 0.0}, {"stability_score_thresh", 0.0},
+                        {"box_nms_thresh", 1.0}};
+  const auto res = client.Post("/v1/images/" + id + "/everything", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  const json answer = json::parse(res->body);
+  ASSERT_TRUE(answer["masks"].is_array());
+  EXPECT_GE(answer["generate_ms"].get<double>(), 0.0);
+  ASSERT_GT(answer["masks"].size(), 1u);
+  EXPECT_LE(answer["masks"].size(), 4u * 4u * 3u);
+
+  const AmgParams params = parse_everything_request(request.dump());
+  const std::vector<AmgMask> expected =
+      AutomaticMaskGenerator(micro_model(), params).generate(decode_image_file(chelsea_path()));
+  EXPECT_EQ(answer["masks"], everything_response(expected, 0)["masks"]);
+
+  for (const json& record : answer["masks"]) {
+    SCOPED_TRACE(record.dump().substr(0, 200));
+    EXPECT_EQ(record["segmentation"]["size"], json::array({112, 288}));
+    const UncompressedRle rle = coco_rle_from_string(record["segmentation"]["counts"], 112, 288);
+    EXPECT_EQ(record["area"].get<int64_t>(), rle_area(rle));
+    EXPECT_EQ(record["crop_box"], json::array({0, 0, 288, 112}));
+    ASSERT_EQ(record["point_coords"].size(), 1u);
+    EXPECT_EQ(record["point_coords"][0].size(), 2u);
+    EXPECT_TRUE(record["predicted_iou"].is_number() && record["stability_score"].is_number());
+    EXPECT_EQ(record["bbox"].size(), 4u);
+  }
+}
+
+TEST_F(ServeApiHttp, EverythingRefusesBadParametersAndUnknownImages) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const std::string path = "/v1/images/" + id + "/everything";
+  struct Case {
+    std::string path, body;
+    int status;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {path, R"({"points_per_side": -1})", 400, ""},
+      {path, R"({"points_per_side": 4, "pred_iou_thresh": 2})", 400, ""},
+      {path, R"({"points_per_side": 4, "bogus": true})", 400, "unknown parameter \"bogus\""},
+      {path, R"({"points_per_side": "4"})", 400, "points_per_side must be an integer"},
+      {path, R"({"points_per_side": 4)", 400, "not valid JSON"},
+      {path, R"({"points_per_side": 200})", 400, "--max-everything-points"},
+      {"/v1/images/0123456789abcdef0123456789abcdef/everything", R"({"points_per_side": 4})", 404,
+       "unknown image id"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path + " " + c.body);
+    const auto res = client.Post(c.path, c.body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    const json body = json::parse(res->body);
+    ASSERT_TRUE(body["error"].is_string()) << res->body;
+    EXPECT_NE(body["error"].get<std::string>().find(c.message), std::string::npos) << res->body;
+    EXPECT_FALSE(body["error"].get<std::string>().empty());
+  }
+  const auto wrong_method = client.Get(path);
+  ASSERT_TRUE(wrong_method);
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
+  EXPECT_TRUE(server_->alive());
 }
 
 TEST_F(ServeApiHttp, EightConcurrentClientsGetFiftyAnswersEachWithoutErrors) {
@@ -577,7 +811,8 @@ TEST_F(ServeApiHttp, DeleteForgetsTheImage) {
 }
 
 TEST(ServeApiProcess, EvictsTheOldestImagesWhenTheCacheIsFullAndStopsCleanlyOnSigterm) {
-  const int64_t entry = ImageCache::charge(*predictor_with_features(288, 112));
+  // An image costs its decoder features plus its decoded photo (kept for everything).
+  const int64_t entry = ImageCache::charge(*predictor_with_features(288, 112)) + 288 * 112 * 3;
   const size_t fit = static_cast<size_t>((1024 * 1024) / entry);
   ASSERT_GE(fit, 1u);
   ASSERT_LE(fit, 32u) << "the micro model's features should fill 1 MB quickly";

@@ -9,11 +9,15 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
+#include <unordered_map>
 
+#include "api/automatic_mask_generator.h"
+#include "api/everything_request.h"
 #include "api/image_cache.h"
 #include "api/predictor.h"
 #include "api/segment_request.h"
@@ -93,6 +97,93 @@ class EncodeGate {
   int running_ = 0, waiting_ = 0;
 };
 
+// One uploaded image as the server keeps it: the predictor with the decoder
+// features (what segment needs) and the decoded photo (what everything needs: the
+// generator encodes the photo and its crops itself).
+struct ServedImage {
+  ServedImage(std::shared_ptr<const Sam2Model> model, RgbImage decoded)
+      : predictor(std::move(model)), photo(std::move(decoded)) {}
+
+  Predictor predictor;
+  RgbImage photo;
+};
+
+// The uploaded images under one memory budget for features and photos together.
+// The ImageCache gives the ids and holds the predictors; this keeps the photos
+// beside them and decides what to drop: the least recently used images, whole,
+// so that an id either works for every request or for none.
+class ServedImages {
+ public:
+  explicit ServedImages(int64_t budget_bytes) : cache_(budget_bytes) {}
+
+  static int64_t charge(const ServedImage& image) {
+    return ImageCache::charge(image.predictor) + static_cast<int64_t>(image.photo.pixels.size());
+  }
+
+  // The newest image always stays, even when it alone is larger than the budget.
+  std::string insert(std::shared_ptr<const ServedImage> image) {
+    const int64_t bytes = charge(*image);
+    std::lock_guard lock(mutex_);
+    while (!by_recency_.empty() && bytes_ + bytes > cache_.budget()) drop(std::prev(by_recency_.end()));
+    // Shares ownership with `image`: the cache's entry keeps the photo alive too.
+    const std::shared_ptr<const Predictor> predictor(image, &image->predictor);
+    const std::string id = cache_.insert(predictor);
+    by_recency_.push_front(Entry{id, std::move(image), bytes});
+    by_id_[id] = by_recency_.begin();
+    bytes_ += bytes;
+    return id;
+  }
+
+  // nullptr for an unknown (or dropped) id; otherwise marks the image as used.
+  std::shared_ptr<const ServedImage> find(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    const auto it = by_id_.find(id);
+    if (it == by_id_.end()) return nullptr;
+    by_recency_.splice(by_recency_.begin(), by_recency_, it->second);
+    return it->second->image;
+  }
+
+  bool erase(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    const auto it = by_id_.find(id);
+    if (it == by_id_.end()) return false;
+    drop(it->second);
+    return true;
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return by_id_.size();
+  }
+  int64_t bytes() const {
+    std::lock_guard lock(mutex_);
+    return bytes_;
+  }
+  int64_t budget() const { return cache_.budget(); }
+
+ private:
+  struct Entry {
+    std::string id;
+    std::shared_ptr<const ServedImage> image;
+    int64_t bytes = 0;
+  };
+
+  void drop(std::list<Entry>::iterator entry) {
+    cache_.erase(entry->id);
+    bytes_ -= entry->bytes;
+    by_id_.erase(entry->id);
+    by_recency_.erase(entry);
+  }
+
+  // The cache never evicts by itself: its entries are those here, and their
+  // features alone never exceed the budget that features and photos share.
+  ImageCache cache_;
+  mutable std::mutex mutex_;
+  std::list<Entry> by_recency_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> by_id_;
+  int64_t bytes_ = 0;
+};
+
 struct ServeOptions {
   ModelOptions model;
   std::string host = "127.0.0.1";
@@ -100,6 +191,7 @@ struct ServeOptions {
   int64_t cache_mb = 2048;
   int64_t max_upload_mb = 50;
   int max_points = kMaxPoints;
+  int64_t max_everything_points = EverythingLimits{}.max_points;
   int concurrent_encodes = 1;
   int queued_encodes = 8;
 };
@@ -110,7 +202,7 @@ class SegmentServer {
   SegmentServer(const ServeOptions& options, std::shared_ptr<const Sam2Model> model)
       : options_(options),
         model_(std::move(model)),
-        cache_(options.cache_mb * kMiB),
+        images_(options.cache_mb * kMiB),
         encodes_(options.concurrent_encodes, options.queued_encodes) {}
 
   void add_routes(httplib::Server& server) {
@@ -121,25 +213,42 @@ class SegmentServer {
       reply_error(res, 500, "internal error");
     });
 
-    server.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
-      res.set_content(std::string(web_page_html()), "text/html; charset=utf-8");
-    }));
+    for (const WebFile& file : web_files()) {
+      // Routes are regular expressions: "/app.css" must not also answer "/app-css".
+      std::string path;
+      for (const char c : file.url_path) path += c == '.' ? std::string("\\.") : std::string(1, c);
+      server.Get(path, guarded([file](const httplib::Request&, httplib::Response& res) { send_web_file(file, res); }));
+      refuse_other_methods(server, path, "GET");
+    }
     server.Get("/healthz", guarded([this](const httplib::Request&, httplib::Response& res) { health(res); }));
     server.Post("/v1/images", guarded([this](const httplib::Request& req, httplib::Response& res) { upload(req, res); }));
     server.Post(kSegmentPath,
                 guarded([this](const httplib::Request& req, httplib::Response& res) { segment(req, res); }));
+    server.Post(kEverythingPath,
+                guarded([this](const httplib::Request& req, httplib::Response& res) { everything(req, res); }));
     server.Delete(kImagePath, guarded([this](const httplib::Request& req, httplib::Response& res) { remove(req, res); }));
 
-    refuse_other_methods(server, "/", "GET");
     refuse_other_methods(server, "/healthz", "GET");
     refuse_other_methods(server, "/v1/images", "POST");
     refuse_other_methods(server, kSegmentPath, "POST");
+    refuse_other_methods(server, kEverythingPath, "POST");
     refuse_other_methods(server, kImagePath, "DELETE");
   }
 
  private:
   static constexpr const char* kImagePath = R"(/v1/images/([^/]+))";
   static constexpr const char* kSegmentPath = R"(/v1/images/([^/]+)/segment)";
+  static constexpr const char* kEverythingPath = R"(/v1/images/([^/]+)/everything)";
+
+  static void send_web_file(const WebFile& file, httplib::Response& res) {
+    // The files change with the binary: the browser revalidates instead of mixing versions.
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    // The page only talks to this server; masks arrive as data: URLs, photos as blob: URLs.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'");
+    res.set_content(file.body.data(), file.body.size(), std::string(file.content_type));
+  }
 
   // Every handler answers a JSON error instead of letting an exception escape.
   template <typename Handler>
@@ -208,9 +317,9 @@ class SegmentServer {
                 {"model", options_.model.source().describe()},
                 {"synthetic_weights", !options_.model.synthetic_salt.empty()},
                 {"precision", options_.model.precision},
-                {"images", cache_.size()},
-                {"cache_bytes", cache_.bytes()},
-                {"cache_budget_bytes", cache_.budget()}});
+                {"images", images_.size()},
+                {"cache_bytes", images_.bytes()},
+                {"cache_budget_bytes", images_.budget()}});
   }
 
   void upload(const httplib::Request& req, httplib::Response& res) {
@@ -220,42 +329,61 @@ class SegmentServer {
                                std::to_string(options_.max_upload_mb) + " MB (--max-upload-mb)");
     }
     const auto slot = encodes_.enter();
-    const RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size(),
-                                              "uploaded image", options_.model.max_image_pixels);
+    RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size(),
+                                        "uploaded image", options_.model.max_image_pixels);
+    const int width = image.width, height = image.height;
     const auto start = std::chrono::steady_clock::now();
     Predictor encoder(model_);
     encoder.set_image(image, EncodeOptions{.precision = options_.model.encoder_precision()});
     const double encode_ms = milliseconds_since(start);
     // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
-    auto cached = std::make_shared<Predictor>(model_);
-    cached->set_features(encoder.features(), image.width, image.height);
-    const std::string id = cache_.insert(std::move(cached));
-    std::fprintf(stderr, "serve: image %s (%dx%d) encoded in %.0f ms; %zu cached\n", id.c_str(), image.width,
-                 image.height, encode_ms, cache_.size());
+    auto served = std::make_shared<ServedImage>(model_, std::move(image));
+    served->predictor.set_features(encoder.features(), width, height);
+    const std::string id = images_.insert(std::move(served));
+    std::fprintf(stderr, "serve: image %s (%dx%d) encoded in %.0f ms; %zu cached\n", id.c_str(), width, height,
+                 encode_ms, images_.size());
     res.set_header("Location", "/v1/images/" + id);
-    reply_json(res, 201, {{"id", id}, {"width", image.width}, {"height", image.height}, {"encode_ms", encode_ms}});
+    reply_json(res, 201, {{"id", id}, {"width", width}, {"height", height}, {"encode_ms", encode_ms}});
   }
 
   void segment(const httplib::Request& req, httplib::Response& res) {
-    const auto predictor = cache_.find(req.matches[1]);
-    if (!predictor) throw unknown_image(req.matches[1]);
-    const SegmentRequest request = parse_segment_request(req.body, predictor->orig_width(), predictor->orig_height(),
+    const auto image = images_.find(req.matches[1]);
+    if (!image) throw unknown_image(req.matches[1]);
+    const Predictor& predictor = image->predictor;
+    const SegmentRequest request = parse_segment_request(req.body, predictor.orig_width(), predictor.orig_height(),
                                                          SegmentLimits{options_.max_points});
     const auto start = std::chrono::steady_clock::now();
-    const MaskPrediction prediction = predictor->predict(request.prompt, request.multimask);
+    const MaskPrediction prediction = predictor.predict(request.prompt, request.multimask);
     const double decode_ms = milliseconds_since(start);
     reply_json(res, 200, segment_response(prediction, model_->config().mask_threshold, request.format, decode_ms));
   }
 
+  // Segment everything: the official automatic mask generator on the kept photo.
+  // It encodes the photo (and its crops) again, so it waits its turn with uploads.
+  void everything(const httplib::Request& req, httplib::Response& res) {
+    const auto image = images_.find(req.matches[1]);
+    if (!image) throw unknown_image(req.matches[1]);
+    const AmgParams params = parse_everything_request(req.body, EverythingLimits{options_.max_everything_points});
+    const auto slot = encodes_.enter();
+    const auto start = std::chrono::steady_clock::now();
+    const EncodeOptions encode{.precision = options_.model.encoder_precision()};
+    const AutomaticMaskGenerator generator(model_, params, encode);
+    const std::vector<AmgMask> masks = generator.generate(image->photo);
+    const double generate_ms = milliseconds_since(start);
+    std::fprintf(stderr, "serve: everything on image %s: %zu masks in %.0f ms\n", req.matches[1].str().c_str(),
+                 masks.size(), generate_ms);
+    reply_json(res, 200, everything_response(masks, generate_ms));
+  }
+
   void remove(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (!cache_.erase(id)) throw unknown_image(id);
+    if (!images_.erase(id)) throw unknown_image(id);
     reply_json(res, 200, {{"deleted", id}});
   }
 
   const ServeOptions& options_;
   std::shared_ptr<const Sam2Model> model_;
-  ImageCache cache_;
+  ServedImages images_;
   EncodeGate encodes_;
 };
 
@@ -337,8 +465,8 @@ void register_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "serve",
       "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
-      "click (object), right-click or shift+click (background) or drag (box) to see the mask, plus the JSON API the "
-      "page uses (docs/SERVE.md). Prints the URL as its first line of output.");
+      "click (object), right-click or shift+click (background) or drag (box) to see the mask, or press Everything to "
+      "see every mask, plus the JSON API the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
   options->model.add_to(*sub);
   sub->add_option("--host", options->host, "address to listen on; anything but loopback exposes the server")
       ->default_val("127.0.0.1");
@@ -346,7 +474,8 @@ void register_serve(CLI::App& app) {
       ->default_val(8080)
       ->check(CLI::Range(0, 65535));
   sub->add_option("--cache-mb", options->cache_mb,
-                  "memory for encoded images; the least recently used are dropped beyond it")
+                  "memory for uploaded images (encoded features and decoded photo); the least recently used are "
+                  "dropped beyond it")
       ->default_val(2048)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_option("--max-upload-mb", options->max_upload_mb, "largest accepted request body (larger: HTTP 413)")
@@ -355,8 +484,12 @@ void register_serve(CLI::App& app) {
   sub->add_option("--max-points", options->max_points, "most points in one segment request")
       ->default_val(kMaxPoints)
       ->check(CLI::Range(1, kMaxPoints));
+  sub->add_option("--max-everything-points", options->max_everything_points,
+                  "most grid points (over all crops) in one everything request")
+      ->default_val(EverythingLimits{}.max_points)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   sub->add_option("--concurrent-encodes", options->concurrent_encodes,
-                  "images encoded at the same time (each uses all --threads)")
+                  "images encoded (or segmented everything) at the same time (each uses all --threads)")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
   sub->callback([options] { serve(*options); });

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include <cstdio>
 #include <exception>
@@ -28,6 +29,11 @@ int report_error(const std::string& message, int exit_code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A batch frees and allocates its per-prompt buffers again and again; glibc by
+  // default returns such memory to the kernel, and touching it again costs a page
+  // fault per 4 KiB (~11 us here). Keep freed memory in the process instead.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{
       "sam2rt: Segment Anything 2.1 (image path) in C++.\n"
       "Encode a photo once with the Hiera image encoder, then turn clicks and boxes into masks.\n"

@@ -1,41 +1,18 @@
 #include "api/sam2rt_c.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <new>
 #include <string>
 
-#include "api/predictor.h"
+#include "api/feature_file.h"
+#include "api/sam2rt_c_internal.h"
 #include "core/error.h"
 
-struct sam2rt_model {
-  std::shared_ptr<const sam2rt::Sam2Model> model;
-};
-
-struct sam2rt_predictor {
-  sam2rt::Predictor predictor;
-};
+using sam2rt::c_api::guarded;
 
 namespace {
-
-thread_local std::string last_error;
-
-template <typename F>
-auto guarded(F&& body, decltype(body()) failure) -> decltype(body()) {
-  try {
-    last_error.clear();
-    return body();
-  } catch (const std::bad_alloc&) {
-    last_error = "out of memory";
-  } catch (const std::exception& e) {
-    last_error = e.what();
-  } catch (...) {
-    last_error = "unknown error";
-  }
-  return failure;
-}
 
 sam2rt::ModelSource source_of(const char* variant, const char* config_yaml) {
   sam2rt::ModelSource source;
@@ -44,11 +21,37 @@ sam2rt::ModelSource source_of(const char* variant, const char* config_yaml) {
   return source;
 }
 
+sam2rt_model* new_model(const sam2rt::ModelSource& source) {
+  return new sam2rt_model{sam2rt::Sam2Model::load(source), source.describe()};
+}
+
+sam2rt::MaskFill mask_fill_of(const sam2rt_predictor_options& options) {
+  if (!std::isfinite(options.mask_threshold)) throw sam2rt::Error("mask_threshold must be a finite number");
+  auto check_area = [](double area, const char* name) {
+    if (!(area >= 0) || !std::isfinite(area)) {
+      throw sam2rt::Error(std::string(name) + " must be a finite number >= 0, got " + std::to_string(area));
+    }
+  };
+  check_area(options.max_hole_area, "max_hole_area");
+  check_area(options.max_sprinkle_area, "max_sprinkle_area");
+  return sam2rt::MaskFill{options.mask_threshold, options.max_hole_area, options.max_sprinkle_area};
+}
+
+const sam2rt::Predictor& with_image(const sam2rt_predictor* predictor) {
+  if (!predictor) throw sam2rt::Error("predictor is NULL");
+  if (!predictor->predictor.has_image()) {
+    throw sam2rt::Error("no image set: call sam2rt_predictor_set_image_* or sam2rt_predictor_set_features_file first");
+  }
+  return predictor->predictor;
+}
+
 }  // namespace
 
 extern "C" {
 
-const char* sam2rt_last_error(void) { return last_error.c_str(); }
+const char* sam2rt_last_error(void) { return sam2rt::c_api::last_error().c_str(); }
+
+const char* sam2rt_version(void) { return SAM2RT_VERSION_STRING; }
 
 sam2rt_model* sam2rt_model_load(const char* checkpoint_path, const char* variant, const char* config_yaml) {
   return guarded(
@@ -56,7 +59,7 @@ sam2rt_model* sam2rt_model_load(const char* checkpoint_path, const char* variant
         if (!checkpoint_path) throw sam2rt::Error("checkpoint_path is NULL");
         sam2rt::ModelSource source = source_of(variant, config_yaml);
         source.checkpoint_path = checkpoint_path;
-        return new sam2rt_model{sam2rt::Sam2Model::load(source)};
+        return new_model(source);
       },
       nullptr);
 }
@@ -66,18 +69,28 @@ sam2rt_model* sam2rt_model_synthetic(uint64_t salt, const char* variant, const c
       [&]() -> sam2rt_model* {
         sam2rt::ModelSource source = source_of(variant, config_yaml);
         source.synthetic_salt = salt;
-        return new sam2rt_model{sam2rt::Sam2Model::load(source)};
+        return new_model(source);
       },
       nullptr);
 }
 
 void sam2rt_model_free(sam2rt_model* model) { delete model; }
 
+sam2rt_predictor_options sam2rt_predictor_options_default(void) {
+  const sam2rt::MaskFill fill;
+  return sam2rt_predictor_options{fill.threshold, fill.max_hole_area, fill.max_sprinkle_area};
+}
+
 sam2rt_predictor* sam2rt_predictor_new(const sam2rt_model* model) {
+  return sam2rt_predictor_new_with_options(model, nullptr);
+}
+
+sam2rt_predictor* sam2rt_predictor_new_with_options(const sam2rt_model* model, const sam2rt_predictor_options* options) {
   return guarded(
       [&]() -> sam2rt_predictor* {
         if (!model) throw sam2rt::Error("model is NULL");
-        return new sam2rt_predictor{sam2rt::Predictor(model->model)};
+        const sam2rt::MaskFill fill = mask_fill_of(options ? *options : sam2rt_predictor_options_default());
+        return new sam2rt_predictor{sam2rt::Predictor(model->model, fill), model->description};
       },
       nullptr);
 }
@@ -97,16 +110,49 @@ int sam2rt_predictor_set_image_file(sam2rt_predictor* predictor, const char* pat
 int sam2rt_predictor_set_image_rgb(sam2rt_predictor* predictor, const uint8_t* rgb, int32_t width, int32_t height) {
   return guarded(
       [&] {
-        if (!predictor || !rgb) throw sam2rt::Error("predictor or rgb is NULL");
-        if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > sam2rt::kDefaultMaxImagePixels) {
-          throw sam2rt::Error("image size " + std::to_string(width) + "x" + std::to_string(height) +
-                              " is empty or above the pixel limit");
+        if (!predictor) throw sam2rt::Error("predictor is NULL");
+        predictor->predictor.set_image(sam2rt::c_api::rgb_image(rgb, width, height));
+        return 0;
+      },
+      1);
+}
+
+int sam2rt_predictor_image_size(const sam2rt_predictor* predictor, int32_t* width, int32_t* height) {
+  return guarded(
+      [&] {
+        if (!width || !height) throw sam2rt::Error("width or height is NULL");
+        const sam2rt::Predictor& p = with_image(predictor);
+        *width = p.orig_width();
+        *height = p.orig_height();
+        return 0;
+      },
+      1);
+}
+
+int sam2rt_predictor_save_features(const sam2rt_predictor* predictor, const char* path) {
+  return guarded(
+      [&] {
+        if (!path) throw sam2rt::Error("path is NULL");
+        const sam2rt::Predictor& p = with_image(predictor);
+        // After set_features the outputs hold only the decoder-ready tensors, which is what gets written.
+        sam2rt::write_feature_file(path, p.encoder_outputs(), p.model().config(), predictor->model_description,
+                                   p.orig_width(), p.orig_height(), sam2rt::FeatureFileOptions{.decoder_ready = true});
+        return 0;
+      },
+      1);
+}
+
+int sam2rt_predictor_set_features_file(sam2rt_predictor* predictor, const char* path) {
+  return guarded(
+      [&] {
+        if (!predictor || !path) throw sam2rt::Error("predictor or path is NULL");
+        sam2rt::FeatureFile file = sam2rt::read_feature_file(path);
+        const int image_size = predictor->predictor.model().config().image_size;
+        if (file.image_size != image_size) {
+          throw sam2rt::Error("features '" + std::string(path) + "' were encoded at image_size " +
+                              std::to_string(file.image_size) + " but the model uses " + std::to_string(image_size));
         }
-        sam2rt::RgbImage image;
-        image.width = width;
-        image.height = height;
-        image.pixels.assign(rgb, rgb + static_cast<size_t>(width) * height * 3);
-        predictor->predictor.set_image(image);
+        predictor->predictor.set_features(std::move(file.features), file.orig_width, file.orig_height);
         return 0;
       },
       1);
@@ -116,16 +162,17 @@ int sam2rt_predict(const sam2rt_predictor* predictor, const float* points_xy, co
                    int32_t num_points, const float* box, int32_t multimask, sam2rt_masks* out) {
   return guarded(
       [&] {
-        if (!predictor || !out) throw sam2rt::Error("predictor or out is NULL");
+        if (!out) throw sam2rt::Error("out is NULL");
         if (num_points < 0 || (num_points > 0 && (!points_xy || !labels))) {
           throw sam2rt::Error("points_xy and labels must hold num_points entries");
         }
+        const sam2rt::Predictor& p = with_image(predictor);
         sam2rt::Prompt prompt;
         for (int32_t i = 0; i < num_points; ++i) {
           prompt.points.push_back({points_xy[2 * i], points_xy[2 * i + 1], labels[i]});
         }
         if (box) prompt.box = std::array<float, 4>{box[0], box[1], box[2], box[3]};
-        const sam2rt::MaskPrediction result = predictor->predictor.predict(prompt, multimask != 0);
+        const sam2rt::MaskPrediction result = p.predict(prompt, multimask != 0);
         const size_t bytes = static_cast<size_t>(result.masks.numel()) * sizeof(float);
         auto* logits = static_cast<float*>(std::malloc(bytes));
         if (!logits) throw std::bad_alloc();

@@ -67,7 +67,7 @@ std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, in
   const bool ok = png_guarded(png, [&] {
     png_set_write_fn(png, &sink, append_png_bytes, flush_nothing);
     png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
-                 channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGBA, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_rows(png, info, rows.data());
     png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
@@ -98,6 +98,10 @@ std::vector<uint8_t> encode_png_gray8(const uint8_t* pixels, int width, int heig
 
 std::vector<uint8_t> encode_png_rgb8(const uint8_t* pixels, int width, int height) {
   return encode_png(pixels, width, height, 3);
+}
+
+std::vector<uint8_t> encode_png_rgba8(const uint8_t* pixels, int width, int height) {
+  return encode_png(pixels, width, height, 4);
 }
 
 void write_png_gray8(const std::string& path, const uint8_t* pixels, int width, int height) {

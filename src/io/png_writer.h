@@ -15,5 +15,6 @@ void write_png_rgb8(const std::string& path, const uint8_t* pixels, int width,
 // The same encoding in memory.
 std::vector<uint8_t> encode_png_gray8(const uint8_t* pixels, int width, int height);
 std::vector<uint8_t> encode_png_rgb8(const uint8_t* pixels, int width, int height);
+std::vector<uint8_t> encode_png_rgba8(const uint8_t* pixels, int width, int height);  // RGBA interleaved
 
 }  // namespace sam2rt

@@ -58,10 +58,20 @@ Shape resized_shape(const Tensor& x, int64_t out_h, int64_t out_w) {
 
 Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w) {
   check_args(x, out_h, out_w);
+  Tensor y = Tensor::uninitialized(resized_shape(x, out_h, out_w));
+  bilinear_resize(x, y);
+  return y;
+}
+
+void bilinear_resize(const Tensor& x, Tensor& y) {
+  const int64_t out_h = y.rank() >= 2 ? y.dim(-2) : 0, out_w = y.rank() >= 2 ? y.dim(-1) : 0;
+  check_args(x, out_h, out_w);
+  if (y.shape() != resized_shape(x, out_h, out_w)) {
+    throw Error("bilinear_resize: cannot resize " + shape_to_string(x.shape()) + " into " + shape_to_string(y.shape()));
+  }
   const int64_t in_h = x.dim(-2), in_w = x.dim(-1), planes = x.numel() / (in_h * in_w);
   const LinearTaps rows = linear_taps(in_h, out_h);
   const LinearTaps cols = linear_taps(in_w, out_w);
-  Tensor y = Tensor::uninitialized(resized_shape(x, out_h, out_w));
   // Separable: each source row is interpolated along x once (not once per output
   // row that reads it), then output rows blend two of those. The float operations
   // per output value are the same as blending the four taps directly.
@@ -85,7 +95,6 @@ Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w) {
       for (int64_t j = 0; j < out_w; ++j) out[j] = upper[j] * wt + lower[j] * wb;
     }
   }
-  return y;
 }
 
 Tensor bilinear_resize_reference(const Tensor& x, int64_t out_h, int64_t out_w) {

@@ -21,6 +21,9 @@ LinearTaps linear_taps(int64_t in, int64_t out);
 // weights, upper tap clamped to the border, row blend of the column blends), so
 // it agrees with torch's CPU float32 result to a few ulp.
 Tensor bilinear_resize(const Tensor& x, int64_t out_h, int64_t out_w);
+// The same into y (caller-allocated, e.g. from a pool): y's last two axes give the
+// size, its leading axes must match x's.
+void bilinear_resize(const Tensor& x, Tensor& y);
 
 // Direct per-pixel evaluation in double (same float ratio), the fast path is tested against.
 Tensor bilinear_resize_reference(const Tensor& x, int64_t out_h, int64_t out_w);

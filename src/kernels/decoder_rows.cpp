@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/norm.h"
 #include "kernels/simd.h"
 
@@ -35,5 +37,49 @@ void add_rows(const float* a, const float* b, int64_t count, float* out) {
 }
 
 void add_rows_inplace(float* x, const float* y, int64_t count) { add_rows(x, y, count, x); }
+
+void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
+                    int64_t c, float* out, int64_t ldo) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = scale[r];
+    const float* xr = x + r * ldx;
+    const float* yr = y + r * ldy;
+    float* o = out + r * ldo;
+    for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];
+  }
+}
+
+void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* ar = a + r * lda;
+    const float* br = b + r * ldb;
+    double sum = 0;
+    for (int64_t j = 0; j < c; ++j) sum += static_cast<double>(ar[j]) * br[j];
+    out[r] = sum;
+  }
+}
+
+void center_rows(float* x, int64_t rows, int64_t c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * c;
+    double sum = 0;
+    for (int64_t j = 0; j < c; ++j) sum += xr[j];
+    const auto mean = static_cast<float>(sum / static_cast<double>(c));
+    for (int64_t j = 0; j < c; ++j) xr[j] -= mean;
+  }
+}
+
+void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, float* out) {
+  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx); for a fixed dy its two
+  // dx taps are adjacent in both the taps row and the output row.
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t dy = 0; dy < 2; ++dy) {
+      float* out_row = out + (2 * i + dy) * 2 * w * cout;
+      for (int64_t j = 0; j < w; ++j) {
+        const float* pixel_taps = taps + ((i * w + j) * 4 + dy * 2) * cout;
+        std::copy_n(pixel_taps, 2 * cout, out_row + 2 * j * cout);
+      }
+    }
+}
 
 }  // namespace sam2rt

@@ -18,4 +18,21 @@ void add_rows(const float* a, const float* b, int64_t count, float* out);
 // x[i] += y[i].
 void add_rows_inplace(float* x, const float* y, int64_t count);
 
+// out[r, :] = scale[r] * x[r, :] + y[r, :] over `rows` rows of c floats (row
+// strides ldx, ldy, ldo; ldy 0 adds the same row y to every row). out may be x.
+void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
+                    int64_t c, float* out, int64_t ldo);
+
+// out[r] = sum_j a[r, j] * b[r, j], accumulated in double (row strides lda, ldb).
+void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out);
+
+// x[r, :] -= mean(x[r, :]) in place, the mean accumulated in double.
+void center_rows(float* x, int64_t rows, int64_t c);
+
+// The scatter of a 2x2, stride-2 transposed convolution on channels-last maps:
+// taps holds, per input pixel of a band of `rows` rows of a w-wide map, its four
+// output pixels [rows * w, 4 * cout] (column (dy * 2 + dx) * cout + o); out
+// receives the 2 * rows output rows ([2 * rows * 2w, cout]).
+void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, float* out);
+
 }  // namespace sam2rt

@@ -21,6 +21,8 @@ constexpr float kLayerNorm2dEps = 1e-6f;
 // Rows of the E x E token grid per block of the upscaling pass: 2 rows make
 // 8 rows of the 4E x 4E map, a few hundred KB of scratch per thread.
 constexpr int64_t kUpscaleRowBlock = 2;
+// Image rows per block of the per-image projection (as in the transformer).
+constexpr int64_t kImageRowBlock = 256;
 
 // [1, C, H, W] -> [H*W, C]
 Tensor channels_last(const Tensor& nchw) {
@@ -57,6 +59,7 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, co
       num_mask_tokens_(config.num_multimask_outputs + 1),
       image_pe_(channels_last(image_pe)),
       transformer_(config, weights, "sam_mask_decoder.transformer") {
+  if (LowRankTwoWayTransformer::applies(transformer_)) low_rank_.emplace(transformer_);
   if (!config.use_high_res_features_in_sam || !config.pred_obj_scores || !config.pred_obj_scores_mlp) {
     throw Error("model config '" + config.name +
                 "': the mask decoder needs use_high_res_features_in_sam, pred_obj_scores and pred_obj_scores_mlp "
@@ -86,8 +89,21 @@ DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, co
   DecoderImageState image{.image_embed = channels_last(features.image_embed),
                           .no_mask = {},
                           .feat_s1 = channels_last(features.feat_s1),
-                          .feat_s0 = channels_last(features.feat_s0)};
+                          .feat_s0 = channels_last(features.feat_s0),
+                          .low_rank = {},
+                          .upscale0_shared = {}};
   image.no_mask = prepare_dense(image, no_mask_dense, threads);
+  if (low_rank_) {
+    image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);
+    const Tensor& shared = image.low_rank.final_shared;
+    const int64_t c = shared.dim(1), taps = upscale0_taps_.dim(1);
+    image.upscale0_shared = Tensor::uninitialized({shared.dim(0), taps});
+    for_row_blocks(threads, shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
+      gemm({.m = r1 - r0, .n = taps, .k = c, .a = shared.data() + r0 * c, .lda = c, .b = upscale0_taps_.data(),
+            .ldb = taps, .b_transposed = false, .c = image.upscale0_shared.data() + r0 * taps, .ldc = taps});
+    });
+    image.low_rank.final_shared = Tensor();
+  }
   return image;
 }
 
@@ -99,41 +115,41 @@ TransformerImageInput MaskDecoder::prepare_dense(const DecoderImageState& image,
   return transformer_.prepare_image(std::move(src), image_pe_, threads);
 }
 
-MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                             const Tensor& sparse, int threads) const {
+Tensor MaskDecoder::tokens(const Tensor& sparse) const {
   const int64_t num_sparse = sparse.numel() / config_.embed_dim(), c = config_.embed_dim();
-  const int64_t e = config_.image_embedding_size();
-  const int64_t output_tokens = 2 + num_mask_tokens_;
-
   // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]
-  Tensor tokens({output_tokens + num_sparse, c});
+  Tensor tokens({2 + num_mask_tokens_ + num_sparse, c});
   float* row = tokens.data();
   row = std::copy_n(obj_score_token_.data(), c, row);
   row = std::copy_n(iou_token_.data(), c, row);
   row = std::copy_n(mask_tokens_.data(), num_mask_tokens_ * c, row);
   std::copy_n(sparse.data(), num_sparse * c, row);
+  return tokens;
+}
 
-  const TwoWayTransformer::Output out = transformer_.forward(tokens, input, image_pe_, threads);
-  const Tensor& hs = out.queries;
-
+Tensor MaskDecoder::output_heads(const Tensor& hs, MaskDecoderOutput& result) const {
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
-  const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
+  ScopedStage stage("decoder: output heads");
+  const int64_t up_c = upscale3_b_.numel();
   Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
-  MaskDecoderOutput result;
-  {
-    ScopedStage stage("decoder: output heads");
-    for (int t = 0; t < num_mask_tokens_; ++t) {
-      const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
-      std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
-    }
-    result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
-    result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
+  for (int t = 0; t < num_mask_tokens_; ++t) {
+    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
+    std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
   }
+  result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
+  result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
+  return hyper;
+}
 
+template <typename FirstConv>
+void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv,
+                          MaskDecoderOutput& result, int threads) const {
   // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
   // features, a band of rows at a time: ConvTranspose, + feat_s1, LayerNorm2d,
   // GELU, ConvTranspose, + feat_s0, GELU, then the hypernetwork dot products.
   ScopedStage stage("decoder: upscaling + mask products");
+  const int64_t e = config_.image_embedding_size();
+  const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
   const int64_t l = 4 * e, pixels = l * l;
   result.masks = Tensor::uninitialized({static_cast<int64_t>(num_mask_tokens_), l, l});
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
@@ -142,8 +158,7 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
     const auto scratch = uninitialized(std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
     const auto up1 = uninitialized(up1_pixels * up1_c);
     const auto up = uninitialized(up_pixels * up_c);
-    conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1.get(),
-                                   scratch.get());
+    first_conv(i0, rows, up1.get(), scratch.get());
     add_layer_norm_rows(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c,
                         upscale_norm_w_.data(), upscale_norm_b_.data(), kLayerNorm2dEps);
     gelu_exact_inplace(up1.get(), up1_pixels * up1_c);
@@ -155,6 +170,52 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
     gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up.get(),
           .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
   });
+}
+
+MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
+                                             const Tensor& sparse, int threads) const {
+  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
+  const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
+  MaskDecoderOutput result;
+  const Tensor hyper = output_heads(out.queries, result);
+  upscale(
+      image, hyper,
+      [&](int64_t i0, int64_t rows, float* up1, float* scratch) {
+        conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1,
+                                       scratch);
+      },
+      result, threads);
+  return result;
+}
+
+MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const Tensor& sparse,
+                                             int threads) const {
+  if (!low_rank_ || image.upscale0_shared.empty()) return predict_masks(image, image.no_mask, sparse, threads);
+  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
+  const LowRankTwoWayTransformer::Output out = low_rank_->forward(tokens(sparse), image.no_mask, image.low_rank, threads);
+  MaskDecoderOutput result;
+  const Tensor hyper = output_heads(out.queries, result);
+  // The first ConvTranspose of the factored rows: row_scale * (shared taps) +
+  // coef (basis taps) + (bias taps + the layer's bias), then the scatter.
+  const LowRankKeys& keys = out.keys;
+  const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4, r = keys.basis.dim(0);
+  Tensor basis_taps = Tensor::uninitialized({r, taps}), bias_taps = Tensor::uninitialized({1, taps});
+  gemm({.m = r, .n = taps, .k = c, .a = keys.basis.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
+        .b_transposed = false, .c = basis_taps.data(), .ldc = taps});
+  for (int64_t j = 0; j < taps; ++j) bias_taps[j] = upscale0_b_[j % up1_c];
+  gemm({.m = 1, .n = taps, .k = c, .a = keys.bias.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
+        .b_transposed = false, .c = bias_taps.data(), .ldc = taps, .accumulate = true});
+  upscale(
+      image, hyper,
+      [&](int64_t i0, int64_t rows, float* up1, float* scratch) {
+        const int64_t first = i0 * e, count = rows * e;
+        scale_rows_add(keys.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
+                       bias_taps.data(), 0, count, taps, scratch, taps);
+        gemm({.m = count, .n = taps, .k = r, .a = keys.coef.data() + first * r, .lda = r, .b = basis_taps.data(),
+              .ldb = taps, .b_transposed = false, .c = scratch, .ldc = taps, .accumulate = true});
+        scatter_2x2_taps(scratch, rows, e, up1_c, up1);
+      },
+      result, threads);
   return result;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -7,6 +8,7 @@
 #include "model/config.h"
 #include "model/decoder_mlp.h"
 #include "model/features.h"
+#include "model/low_rank_two_way.h"
 #include "model/two_way_transformer.h"
 
 namespace sam2rt {
@@ -25,6 +27,9 @@ struct DecoderImageState {
   TransformerImageInput no_mask;   // for prompts without a mask input (src = image_embed + no_mask_embed)
   Tensor feat_s1;                  // [(2E)^2, C/4]
   Tensor feat_s0;                  // [(4E)^2, C/8]
+  // For prompts without a mask input, when the low-rank form applies (else empty):
+  LowRankImage low_rank;           // its final_shared already projected into upscale0_shared, then dropped
+  Tensor upscale0_shared;          // final_shared through the first ConvTranspose's taps [E*E, 4 * C/4]
 };
 
 // sam_mask_decoder.* of SAM 2.1 (use_high_res_features, pred_obj_scores with MLP).
@@ -45,13 +50,27 @@ class MaskDecoder {
   // sparse [1, N, C] (N may be 0); `input` is image.no_mask or prepare_dense's result.
   MaskDecoderOutput predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
                                   const Tensor& sparse, int threads) const;
+  // A prompt without mask input: the low-rank form (LowRankTwoWayTransformer)
+  // where it applies, else predict_masks(image, image.no_mask, ...). The result
+  // does not depend on `threads`.
+  MaskDecoderOutput predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads) const;
 
  private:
+  Tensor tokens(const Tensor& sparse) const;
+  // The heads on the transformer's output tokens hs; returns the hypernetwork weights [T, C/8].
+  Tensor output_heads(const Tensor& hs, MaskDecoderOutput& result) const;
+  // The upscaling pass; first_conv(i0, rows, up1, scratch) writes the first
+  // ConvTranspose's output (bias included) for the E-grid rows [i0, i0 + rows).
+  template <typename FirstConv>
+  void upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv, MaskDecoderOutput& result,
+               int threads) const;
+
   ModelConfig config_;
   int num_mask_tokens_;
   Tensor image_pe_;  // [E*E, C]
   Tensor obj_score_token_, iou_token_, mask_tokens_;
   TwoWayTransformer transformer_;
+  std::optional<LowRankTwoWayTransformer> low_rank_;
   Tensor upscale0_taps_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_taps_, upscale3_b_;
   std::vector<DecoderMlp> hypernetworks_;
   DecoderMlp iou_head_;

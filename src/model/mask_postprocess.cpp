@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/bilinear_resize.h"
+#include "kernels/buffer_pool.h"
 #include "kernels/connected_components.h"
 
 namespace sam2rt {
@@ -46,7 +47,20 @@ MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const 
 }
 
 Tensor upscale_masks_to_original(const Tensor& low_res, int orig_w, int orig_h) {
-  return bilinear_resize(low_res, orig_h, orig_w);
+  // The masks come from a pool: a batch of prompts on a photo asks for hundreds
+  // of megabytes, and fresh memory costs a page fault per 4 KiB on first touch
+  // (~11 us on these machines, more than the resize itself). The pool keeps what
+  // the largest batch held at once and recycles it for the next.
+  static BufferPool pool;
+  if (low_res.rank() < 2 || orig_w <= 0 || orig_h <= 0) {
+    return bilinear_resize(low_res, orig_h, orig_w);  // which refuses it, naming the sizes
+  }
+  Shape shape = low_res.shape();
+  shape[shape.size() - 2] = orig_h;
+  shape[shape.size() - 1] = orig_w;
+  Tensor masks = pool.tensor(shape);
+  bilinear_resize(low_res, masks);
+  return masks;
 }
 
 void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill) {

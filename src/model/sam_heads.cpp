@@ -48,7 +48,7 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   MaskDecoderOutput decoded;
   if (prompt.mask_input.empty()) {
     r.dense_embeddings = no_mask_dense_;
-    decoded = mask_decoder_.predict_masks(image, image.no_mask, r.sparse_embeddings, threads);
+    decoded = mask_decoder_.predict_masks(image, r.sparse_embeddings, threads);
   } else {
     r.dense_embeddings = prompt_encoder_.embed_dense(prompt);
     const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
@@ -68,7 +68,7 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   r.stability_score_token0 = selection.stability_score_token0;
   r.single_mask_token_used = selection.single_mask_token_used;
 
-  r.low_res_masks = Tensor({static_cast<int64_t>(r.token_indices.size()), l, l});
+  r.low_res_masks = Tensor::uninitialized({static_cast<int64_t>(r.token_indices.size()), l, l});  // filled below
   for (size_t m = 0; m < r.token_indices.size(); ++m) {
     std::copy_n(all_logits + r.token_indices[m] * pixels, pixels, r.low_res_masks.data() + static_cast<int64_t>(m) * pixels);
     r.iou_predictions.push_back(all_iou[r.token_indices[m]]);

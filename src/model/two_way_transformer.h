@@ -101,6 +101,10 @@ class TwoWayTransformer {
   // tokens [T, C] (also their own position encoding).
   Output forward(const Tensor& tokens, const TransformerImageInput& image, const Tensor& image_pe, int threads) const;
 
+  const std::vector<TwoWayAttentionBlock>& layers() const { return layers_; }
+  const DecoderAttention& final_attention() const { return final_attn_token_to_image_; }
+  const DecoderLayerNorm& final_norm() const { return norm_final_attn_; }
+
  private:
   std::vector<TwoWayAttentionBlock> layers_;
   DecoderAttention final_attn_token_to_image_;

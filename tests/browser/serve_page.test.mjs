@@ -2,8 +2,10 @@
 //   node serve_page.test.mjs SAM2RT_BINARY FIXTURES_DIR OUTPUT_DIR
 // Starts the server on a free port (micro model, synthetic weights), opens a
 // fixture photo through the file input, clicks, right-clicks and drags on it,
-// and checks that the mask overlay shows mask pixels after each prompt. Leaves
-// OUTPUT_DIR/screenshot.png. Exits nonzero on any failure.
+// and checks that the mask overlay shows mask pixels after each prompt; then
+// presses Everything, checks the busy indicator and the masks, selects one by
+// clicking it, and goes back to tapping. Leaves OUTPUT_DIR/screenshot.png (tap)
+// and OUTPUT_DIR/everything.png. Exits nonzero on any failure.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -117,7 +119,66 @@ async function main() {
     check(await settled(page) === "mask", "a drag (box) updates the mask");
     check(await paintedMaskPixels(page) > 0, "the overlay shows the box's mask");
     await page.screenshot({ path: path.join(outputDir, "screenshot.png") });
+    const boxMaskPixels = await paintedMaskPixels(page);
 
+    // Everything, on a small grid with every filter open (the synthetic weights'
+    // masks would not pass the official thresholds). The answer is held back a
+    // moment so that the busy state can be seen.
+    await page.click("#everything-options summary");
+    for (const [name, value] of [["points_per_side", "4"], ["pred_iou_thresh", "0"],
+                                 ["stability_score_thresh", "0"], ["box_nms_thresh", "1"]]) {
+      await page.fill(`#${name}`, value);
+    }
+    let releaseAnswer;
+    const answerHeld = new Promise((resolve) => { releaseAnswer = resolve; });
+    await page.route("**/everything", async (route) => { await answerHeld; await route.continue(); });
+    await page.click("#everything");
+    await page.waitForFunction(() => document.body.dataset.state === "finding");
+    check(await page.locator("#busy").isVisible(), "a busy indicator shows while Everything runs");
+    check(await page.locator("#everything").isDisabled(), "Everything cannot be pressed twice meanwhile");
+    releaseAnswer();
+    await page.waitForFunction(() => ["everything", "error"].includes(document.body.dataset.state), null,
+                               { timeout: 120_000 });
+    await page.unroute("**/everything");
+    check(await page.evaluate(() => document.body.dataset.state) === "everything",
+          `Everything answers (${await page.textContent("#status")})`);
+    check(!(await page.locator("#busy").isVisible()), "the busy indicator goes away");
+    const maskCount = Number(await page.getAttribute("#mask", "data-masks"));
+    check(maskCount > 1, `Everything shows ${maskCount} masks`);
+    check(new RegExp(`everything: ${maskCount} masks`).test(await page.textContent("#status")),
+          "the status line counts them");
+    const everythingPixels = await paintedMaskPixels(page);
+    check(everythingPixels === Number(await page.getAttribute("#mask", "data-pixels")) && everythingPixels > 0,
+          `the overlay paints ${everythingPixels} pixels of masks`);
+    check(await page.locator("#record").isHidden(), "no record is shown before a mask is selected");
+
+    await marks.click({ position: at(100, 50) });
+    const chosen = Number(await page.getAttribute("#mask", "data-selected"));
+    check(chosen >= 0 && chosen < maskCount, `a click selects mask ${chosen + 1}`);
+    const record = await page.textContent("#record");
+    check(await page.locator("#record").isVisible() && record.startsWith(`mask ${chosen + 1} of ${maskCount}`) &&
+          /predicted_iou: [\d.]+/.test(record) && /stability_score/.test(record) && /crop_box: \[0,0,288,112\]/.test(record),
+          "the selected mask's record is shown");
+    check(await page.locator("#undo").isDisabled() && await page.locator("#download").isDisabled(),
+          "tap-only buttons are off while the masks are shown");
+    check(await page.evaluate(() => document.getElementById("candidates").children.length) === 0,
+          "the tap candidates are hidden while the masks are shown");
+    await page.screenshot({ path: path.join(outputDir, "everything.png") });
+    const under = Number(await page.getAttribute("#mask", "data-under"));
+    await marks.click({ position: at(100, 50) });
+    const next = Number(await page.getAttribute("#mask", "data-selected"));
+    check(under > 1 ? next !== chosen : next === chosen,
+          `clicking again selects the next of the ${under} masks under the pointer`);
+
+    await page.keyboard.press("Escape");
+    check(await settled(page) === "mask", "Esc goes back to tapping, with the prompts from before");
+    check(await page.locator("#record").isHidden() && await page.locator("#tap-mode").isHidden(),
+          "the record and the way back are gone");
+    check(await paintedMaskPixels(page) === boxMaskPixels, "the tap mask is back");
+    await marks.click({ position: at(150, 60) });
+    check(await settled(page) === "mask", "tapping works after Everything");
+
+    await page.click("#undo");
     await page.click("#undo");
     await page.click("#undo");
     await page.click("#undo");

@@ -1,0 +1,278 @@
+#include "backends/vulkan/vulkan_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backends/vulkan/embedded_spirv.h"
+#include "core/error.h"
+
+namespace sam2rt {
+
+namespace {
+
+// Must match the shaders' workgroup sizes.
+constexpr uint32_t kMatmulTile = 16;
+constexpr uint32_t kRowGroup = 64;
+constexpr int64_t kMaxHeadDim = 128;  // attention.comp, windowed_attention.comp
+
+struct MatmulPush {
+  uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias;
+};
+struct LayerNormPush {
+  uint32_t rows, channels, x_base, ldx, weight_base, bias_base, y_base, ldy;
+  float eps;
+};
+struct SoftmaxPush {
+  uint32_t rows, cols, base, ld;
+};
+struct AttentionPush {
+  uint32_t nq, nk, heads, head_dim, q_base, ldq, k_base, ldk, v_base, ldv, o_base, ldo;
+  float scale;
+};
+struct WindowedAttentionPush {
+  uint32_t height, width, channels, heads, window, q_pool, window_cols, out_height, out_width, qkv_base, pad_base,
+      o_base;
+  float scale;
+};
+struct MaxPoolPush {
+  uint32_t count, height, width, total_channels, channel_offset, channels, out_height, out_width, x_base, y_base;
+};
+struct UpsampleAddPush {
+  uint32_t count, coarse_width, channels, x_base, coarse_base;
+};
+struct HwcToNchwPush {
+  uint32_t count, pixels, channels, x_base, y_base;
+};
+
+template <class Push>
+ComputePipeline pipeline(const VulkanContext& context, const char* name, uint32_t bindings) {
+  return ComputePipeline(context, name, embedded_spirv(name), bindings, sizeof(Push));
+}
+
+uint32_t groups_for(int64_t count, uint32_t per_group) {
+  return static_cast<uint32_t>((count + per_group - 1) / per_group);
+}
+
+uint32_t u32(int64_t value, const std::string& what) {
+  if (value < 0 || value > static_cast<int64_t>(UINT32_MAX)) throw Error(what + " " + std::to_string(value) + " out of range");
+  return static_cast<uint32_t>(value);
+}
+
+// A kernel's binding of floats [first, first + count) of an operand: the range
+// starts at the aligned byte offset at or below them; `base` is where they
+// start inside it, in floats (a push constant of the kernel).
+struct Bound {
+  BufferRange range;
+  uint32_t base = 0;
+};
+
+Bound bind(const VulkanContext& context, const DeviceFloats& operand, uint64_t first, uint64_t count,
+           const std::string& op, const char* name) {
+  const std::string what = op + ": operand '" + name + "' ";
+  if (operand.buffer == nullptr) throw Error(what + "has no buffer");
+  if (operand.offset + operand.count > operand.buffer->bytes() / sizeof(float)) {
+    throw Error(what + "lies outside its buffer");
+  }
+  if (count == 0 || first + count > operand.count) {
+    throw Error(what + "holds " + std::to_string(operand.count) + " floats, the kernel needs " +
+                std::to_string(first + count));
+  }
+  const uint64_t alignment = context.limits().min_storage_buffer_offset_alignment;
+  const uint64_t byte = (operand.offset + first) * sizeof(float);
+  const uint64_t start = byte / alignment * alignment;
+  return {{operand.buffer, start, byte + count * sizeof(float) - start},
+          static_cast<uint32_t>((byte - start) / sizeof(float))};
+}
+
+}  // namespace
+
+DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias) {
+  if (weight.rank() != 2 || weight.numel() == 0) {
+    throw Error("Vulkan linear: weight must be a non-empty [out, in] matrix, got " + shape_to_string(weight.shape()));
+  }
+  if (!bias.empty() && bias.shape() != Shape{weight.dim(0)}) {
+    throw Error("Vulkan linear: bias " + shape_to_string(bias.shape()) + " does not match weight " +
+                shape_to_string(weight.shape()));
+  }
+  DeviceLinear layer;
+  layer.out_features = weight.dim(0);
+  layer.in_features = weight.dim(1);
+  layer.weight = DeviceBuffer(context, static_cast<uint64_t>(weight.numel()) * sizeof(float));
+  layer.weight.upload(weight.data(), layer.weight.bytes());
+  layer.has_bias = !bias.empty();
+  if (layer.has_bias) {
+    layer.bias = DeviceBuffer(context, static_cast<uint64_t>(bias.numel()) * sizeof(float));
+    layer.bias.upload(bias.data(), layer.bias.bytes());
+  }
+  return layer;
+}
+
+VulkanOps::VulkanOps(const VulkanContext& context)
+    : context_(context),
+      matmul_(pipeline<MatmulPush>(context, "matmul", 4)),
+      layer_norm_rows_(pipeline<LayerNormPush>(context, "layer_norm_rows", 4)),
+      softmax_rows_(pipeline<SoftmaxPush>(context, "softmax_rows", 1)),
+      attention_(pipeline<AttentionPush>(context, "attention", 4)),
+      windowed_attention_(pipeline<WindowedAttentionPush>(context, "windowed_attention", 3)),
+      max_pool2x2_(pipeline<MaxPoolPush>(context, "max_pool2x2", 2)),
+      add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, "add_upsampled_nearest2x", 2)),
+      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, "hwc_to_nchw", 2)) {}
+
+template <class Push>
+void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
+                                  std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const {
+  const uint32_t groups = groups_for(count, kRowGroup);
+  const uint32_t columns = std::min(groups, context_.limits().max_workgroup_count[0]);
+  recorder.dispatch(pipeline, bindings, push, {columns, (groups + columns - 1) / columns, 1});
+}
+
+void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceFloats x, int64_t rows,
+                       DeviceFloats y, Epilogue epilogue) const {
+  const std::string op = "Vulkan linear";
+  const int64_t in = layer.in_features, out = layer.out_features;
+  if (rows < 1) throw Error(op + ": no rows");
+  const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
+  const uint64_t usable = limit > alignment ? limit - alignment : 0;
+  const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * sizeof(float);
+  const int64_t band = std::min<int64_t>(
+      {rows, static_cast<int64_t>(usable / widest_row),
+       static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
+  if (band < 1) {
+    throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " floats exceeds the " +
+                std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
+  }
+  const Bound weight = bind(context_, all_floats(layer.weight), 0, static_cast<uint64_t>(in * out), op, "weight");
+  const Bound bias = layer.has_bias ? bind(context_, all_floats(layer.bias), 0, static_cast<uint64_t>(out), op, "bias")
+                                    : weight;  // bound but not read
+  // Every band's operands are checked before the first one is recorded.
+  bind(context_, x, 0, static_cast<uint64_t>(rows * in), op, "x");
+  bind(context_, y, 0, static_cast<uint64_t>(rows * out), op, "y");
+  for (int64_t r0 = 0; r0 < rows; r0 += band) {
+    const int64_t n = std::min(band, rows - r0);
+    const Bound xb = bind(context_, x, static_cast<uint64_t>(r0 * in), static_cast<uint64_t>(n * in), op, "x");
+    const Bound yb = bind(context_, y, static_cast<uint64_t>(r0 * out), static_cast<uint64_t>(n * out), op, "y");
+    const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
+                          static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
+                          static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
+    recorder.dispatch(matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
+                      {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
+  }
+}
+
+void VulkanOps::layer_norm_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t channels,
+                                DeviceFloats weight, DeviceFloats bias, float eps, DeviceFloats y) const {
+  const std::string op = "Vulkan layer_norm_rows";
+  if (rows < 1 || channels < 1) throw Error(op + ": empty input");
+  const uint64_t n = static_cast<uint64_t>(rows * channels), c = static_cast<uint64_t>(channels);
+  const Bound xb = bind(context_, x, 0, n, op, "x"), yb = bind(context_, y, 0, n, op, "y");
+  const Bound wb = bind(context_, weight, 0, c, op, "weight"), bb = bind(context_, bias, 0, c, op, "bias");
+  const LayerNormPush push{u32(rows, op + ": rows"), u32(channels, op + ": channels"), xb.base,
+                           static_cast<uint32_t>(channels), wb.base, bb.base, yb.base,
+                           static_cast<uint32_t>(channels), eps};
+  recorder.dispatch(layer_norm_rows_, {xb.range, wb.range, bb.range, yb.range}, push,
+                    {groups_for(rows, kRowGroup), 1, 1});
+}
+
+void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t cols) const {
+  const std::string op = "Vulkan softmax_rows";
+  if (rows < 1 || cols < 1) throw Error(op + ": empty input");
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(rows * cols), op, "x");
+  const SoftmaxPush push{u32(rows, op + ": rows"), u32(cols, op + ": cols"), xb.base, static_cast<uint32_t>(cols)};
+  recorder.dispatch(softmax_rows_, {xb.range}, push, {groups_for(rows, kRowGroup), 1, 1});
+}
+
+void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) const {
+  const std::string op = "Vulkan attention";
+  const int64_t width = a.heads * a.head_dim;
+  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1 || a.head_dim > kMaxHeadDim) {
+    throw Error(op + ": needs queries, keys, heads and a head dimension in 1.." + std::to_string(kMaxHeadDim));
+  }
+  if (a.ldq < width || a.ldk < width || a.ldv < width || a.ldo < width) {
+    throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
+  }
+  auto rows_span = [](int64_t rows, int64_t ld, int64_t width) { return static_cast<uint64_t>((rows - 1) * ld + width); };
+  const Bound q = bind(context_, a.q, 0, rows_span(a.nq, a.ldq, width), op, "q");
+  const Bound k = bind(context_, a.k, 0, rows_span(a.nk, a.ldk, width), op, "k");
+  const Bound v = bind(context_, a.v, 0, rows_span(a.nk, a.ldv, width), op, "v");
+  const Bound o = bind(context_, a.out, 0, rows_span(a.nq, a.ldo, width), op, "out");
+  const AttentionPush push{u32(a.nq, op + ": nq"), u32(a.nk, op + ": nk"), u32(a.heads, op + ": heads"),
+                           static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
+                           u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
+                           u32(a.ldo, op + ": ldo"), a.scale};
+  recorder.dispatch(attention_, {q.range, k.range, v.range, o.range}, push,
+                    {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
+}
+
+void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, int64_t height, int64_t width,
+                                   int64_t channels, int64_t window, DeviceFloats pad_token, int64_t heads,
+                                   bool q_pool, DeviceFloats out) const {
+  const std::string op = "Vulkan windowed_attention";
+  if (height < 1 || width < 1 || window < 1 || heads < 1 || channels < 1 || channels % heads != 0 ||
+      channels / heads > kMaxHeadDim || (q_pool && window % 2 != 0)) {
+    throw Error(op + ": bad window " + std::to_string(window) + ", heads " + std::to_string(heads) + " or channels " +
+                std::to_string(channels) + " (head dimension at most " + std::to_string(kMaxHeadDim) + ")");
+  }
+  const int64_t out_window = q_pool ? window / 2 : window;
+  const int64_t out_height = q_pool ? height / 2 : height, out_width = q_pool ? width / 2 : width;
+  const int64_t window_rows = (height + window - 1) / window, window_cols = (width + window - 1) / window;
+  if ((out_height + out_window - 1) / out_window != window_rows ||
+      (out_width + out_window - 1) / out_window != window_cols) {
+    throw Error(op + ": the pooled grid does not keep the window grid");
+  }
+  const Bound qkv_b = bind(context_, qkv, 0, static_cast<uint64_t>(height * width * 3 * channels), op, "qkv");
+  const Bound pad_b = bind(context_, pad_token, 0, static_cast<uint64_t>(3 * channels), op, "pad_token");
+  const Bound out_b = bind(context_, out, 0, static_cast<uint64_t>(out_height * out_width * channels), op, "out");
+  const double head_dim = static_cast<double>(channels / heads);
+  const WindowedAttentionPush push{u32(height, op + ": height"), u32(width, op + ": width"),
+                                   u32(channels, op + ": channels"), static_cast<uint32_t>(heads),
+                                   u32(window, op + ": window"), q_pool ? 1u : 0u, static_cast<uint32_t>(window_cols),
+                                   static_cast<uint32_t>(out_height), static_cast<uint32_t>(out_width), qkv_b.base,
+                                   pad_b.base, out_b.base, static_cast<float>(1.0 / std::sqrt(head_dim))};
+  const int64_t invocations = window_rows * window_cols * out_window * out_window;
+  recorder.dispatch(windowed_attention_, {qkv_b.range, pad_b.range, out_b.range}, push,
+                    {groups_for(invocations, kRowGroup), static_cast<uint32_t>(heads), 1});
+}
+
+void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
+                            int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceFloats y) const {
+  const std::string op = "Vulkan max_pool2x2";
+  if (n < 1 || height < 2 || width < 2 || channels < 1 || channel_offset < 0 ||
+      channel_offset + channels > total_channels) {
+    throw Error(op + ": bad shape or channel range");
+  }
+  const int64_t out_height = height / 2, out_width = width / 2, count = n * out_height * out_width * channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(n * height * width * total_channels), op, "x");
+  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const MaxPoolPush push{u32(count, op + ": size"), u32(height, op + ": height"), u32(width, op + ": width"),
+                         u32(total_channels, op + ": channels"), static_cast<uint32_t>(channel_offset),
+                         static_cast<uint32_t>(channels), static_cast<uint32_t>(out_height),
+                         static_cast<uint32_t>(out_width), xb.base, yb.base};
+  dispatch_elements(recorder, max_pool2x2_, {xb.range, yb.range}, push, count);
+}
+
+void VulkanOps::add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse,
+                                        int64_t height, int64_t width, int64_t channels) const {
+  const std::string op = "Vulkan add_upsampled_nearest2x";
+  if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
+  const int64_t count = 4 * height * width * channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound cb = bind(context_, coarse, 0, static_cast<uint64_t>(height * width * channels), op, "coarse");
+  const UpsampleAddPush push{u32(count, op + ": size"), u32(width, op + ": width"), u32(channels, op + ": channels"),
+                             xb.base, cb.base};
+  dispatch_elements(recorder, add_upsampled_nearest2x_, {xb.range, cb.range}, push, count);
+}
+
+void VulkanOps::hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width,
+                            int64_t channels, DeviceFloats y) const {
+  const std::string op = "Vulkan hwc_to_nchw";
+  if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
+  const int64_t count = height * width * channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const HwcToNchwPush push{u32(count, op + ": size"), u32(height * width, op + ": pixels"),
+                           u32(channels, op + ": channels"), xb.base, yb.base};
+  dispatch_elements(recorder, hwc_to_nchw_, {xb.range, yb.range}, push, count);
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <cstdint>
+
+#include "backends/vulkan/command_recorder.h"
+#include "backends/vulkan/compute_pipeline.h"
+#include "backends/vulkan/device_buffer.h"
+#include "core/tensor.h"
+#include "kernels/matmul.h"
+
+namespace sam2rt {
+
+// Floats [offset, offset + count) of a device buffer: one operand of a kernel.
+struct DeviceFloats {
+  const DeviceBuffer* buffer = nullptr;
+  uint64_t offset = 0;  // in floats
+  uint64_t count = 0;
+};
+
+inline DeviceFloats all_floats(const DeviceBuffer& buffer) { return {&buffer, 0, buffer.bytes() / sizeof(float)}; }
+
+// A Linear layer resident on the device: weight [out, in] (PyTorch layout), bias [out] or none.
+struct DeviceLinear {
+  DeviceBuffer weight, bias;
+  int64_t in_features = 0, out_features = 0;
+  bool has_bias = false;
+};
+
+DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias);
+
+// Operands of attention(): as kernels/attention.h's AttentionArgs (strides in floats).
+struct DeviceAttention {
+  int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
+  DeviceFloats q, k, v, out;
+  int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
+  float scale = 1.0f;
+};
+
+// The encoder's ops as Vulkan kernels, fp32: the pipelines are built once (per
+// model) and each call records one or more dispatches into a recorder. Each op
+// has the semantics of the CPU kernel named in its comment and is tested
+// against it (tests/vulkan_ops_test.cpp). Shape errors throw Error before
+// anything is recorded.
+class VulkanOps {
+ public:
+  explicit VulkanOps(const VulkanContext& context);
+
+  // PackedLinear::forward: y[rows, out] (=, GELU of, or += ) x[rows, in] W^T + b,
+  // dense rows. Split into bands of rows whose bindings fit max_binding_bytes.
+  void linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceFloats x, int64_t rows, DeviceFloats y,
+              Epilogue epilogue) const;
+  // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
+  void layer_norm_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t channels,
+                       DeviceFloats weight, DeviceFloats bias, float eps, DeviceFloats y) const;
+  // softmax_rows, in place on dense [rows, cols].
+  void softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t cols) const;
+  // attention (head_dim <= 128).
+  void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
+  // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
+  // out [H', W', channels] (H' = height / 2 with q_pool).
+  void windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, int64_t height, int64_t width,
+                          int64_t channels, int64_t window, DeviceFloats pad_token, int64_t heads, bool q_pool,
+                          DeviceFloats out) const;
+  // max_pool2x2_into: x [n, height, width, total_channels], channels
+  // [channel_offset, channel_offset + channels) -> y [n, height/2, width/2, channels].
+  void max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
+                   int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceFloats y) const;
+  // add_upsampled_nearest2x_inplace: x [2 * height, 2 * width, channels] +=
+  // nearest 2x upsampling of coarse [height, width, channels].
+  void add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse, int64_t height,
+                               int64_t width, int64_t channels) const;
+  // hwc_to_nchw: x [height, width, channels] -> y [1, channels, height, width].
+  void hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width, int64_t channels,
+                   DeviceFloats y) const;
+
+ private:
+  // Records an elementwise kernel over `count` values as a 2D grid of groups
+  // where one row of them would exceed the device's count.
+  template <class Push>
+  void dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
+                         std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const;
+
+  const VulkanContext& context_;
+  ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
+      add_upsampled_nearest2x_, hwc_to_nchw_;
+};
+
+}  // namespace sam2rt

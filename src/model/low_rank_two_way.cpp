@@ -1,0 +1,462 @@
+#include "model/low_rank_two_way.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/buffer_pool.h"
+#include "kernels/decoder_head_products.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/decoder_threads.h"
+#include "kernels/gemm.h"
+#include "kernels/softmax.h"
+#include "kernels/stage_profile.h"
+
+namespace sam2rt {
+
+namespace {
+
+// DecoderLayerNorm's eps (torch's default, as in the official TwoWayTransformer).
+constexpr float kLayerNormEps = 1e-5f;
+// Image rows per block of a row-parallel pass, as in TwoWayTransformer.
+constexpr int64_t kImageRowBlock = 256;
+
+// A prompt's image-sized buffers (~10 MB for Tiny) come from a pool: fresh memory
+// costs a page fault per 4 KiB on first touch, which on these machines costs more
+// than the arithmetic done on it. The pool keeps what the busiest moment needed
+// (a prompt per thread).
+Tensor image_sized(Shape shape) {
+  static BufferPool pool;
+  return pool.tensor(std::move(shape));
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor y = Tensor::uninitialized(a.shape());
+  add_rows(a.data(), b.data(), a.numel(), y.data());
+  return y;
+}
+
+float inverse_std(double sum_of_squares, int64_t c) {
+  return static_cast<float>(1.0 / std::sqrt(sum_of_squares / static_cast<double>(c) + kLayerNormEps));
+}
+
+// y[rows, out] (+)= x[rows, in] W^T for a Linear weight W [out, in], no bias.
+void project(const float* x, int64_t ldx, int64_t rows, const Tensor& weight, float* y, int64_t ldy,
+             bool accumulate = false) {
+  gemm({.m = rows, .n = weight.dim(0), .k = weight.dim(1), .a = x, .lda = ldx, .b = weight.data(),
+        .ldb = weight.dim(1), .b_transposed = true, .c = y, .ldc = ldy, .accumulate = accumulate});
+}
+
+// y[rows, D] = x[rows, C] Wo for an out projection weight Wo [C, D]: the image
+// rows seen through each head's output columns.
+void through_out_proj(const float* x, int64_t rows, const Tensor& out_weight, float* y) {
+  gemm({.m = rows, .n = out_weight.dim(1), .k = out_weight.dim(0), .a = x, .lda = out_weight.dim(0),
+        .b = out_weight.data(), .ldb = out_weight.dim(1), .b_transposed = false, .c = y, .ldc = out_weight.dim(1)});
+}
+
+// [T, heads * head_dim] -> [heads * T, head_dim] (head h's rows first), times scale.
+Tensor split_heads(const Tensor& v, int64_t heads, float scale) {
+  const int64_t t = v.dim(0), width = v.dim(1), head_dim = width / heads;
+  Tensor out = Tensor::uninitialized({heads * t, head_dim});
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < t; ++j)
+      for (int64_t d = 0; d < head_dim; ++d) out[(h * t + j) * head_dim + d] = scale * v[j * width + h * head_dim + d];
+  return out;
+}
+
+// Row (h, j) = v_{j,h} Wo_h^T: what token j's value adds to an image row through
+// head h of the out projection (weight [C, D]); [heads * T, C].
+Tensor head_value_rows(const Tensor& v, const Tensor& out_weight, int64_t heads) {
+  const int64_t t = v.dim(0), width = v.dim(1), head_dim = width / heads, c = out_weight.dim(0);
+  Tensor rows = Tensor::uninitialized({heads * t, c});
+  for (int64_t h = 0; h < heads; ++h) {
+    gemm({.m = t, .n = c, .k = head_dim, .a = v.data() + h * head_dim, .lda = width,
+          .b = out_weight.data() + h * head_dim, .ldb = width, .b_transposed = true,
+          .c = rows.data() + h * t * c, .ldc = c});
+  }
+  return rows;
+}
+
+// b b^T for b [R, C].
+Tensor gram(const Tensor& b) {
+  const int64_t r = b.dim(0), c = b.dim(1);
+  Tensor g = Tensor::uninitialized({r, r});
+  gemm({.m = r, .n = r, .k = c, .a = b.data(), .lda = c, .b = b.data(), .ldb = c, .b_transposed = true, .c = g.data(),
+        .ldc = r});
+  return g;
+}
+
+// b [R, C] with column j times g[j], into rows [first, first + R) of out [*, C].
+void scale_columns_into(const Tensor& b, const Tensor& g, Tensor& out, int64_t first) {
+  const int64_t r = b.dim(0), c = b.dim(1);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out[(first + i) * c + j] = b[i * c + j] * g[j];
+}
+
+// basis [R, C] projected by a Linear weight [D, C] without bias: [R, D].
+Tensor project_rows(const Tensor& basis, const Tensor& weight) {
+  Tensor y = Tensor::uninitialized({basis.dim(0), weight.dim(0)});
+  project(basis.data(), basis.dim(1), basis.dim(0), weight, y.data(), weight.dim(0));
+  return y;
+}
+
+std::vector<double> row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c) {
+  std::vector<double> out(static_cast<size_t>(rows));
+  dot_rows(a, lda, b, ldb, rows, c, out.data());
+  return out;
+}
+
+// Rows factored as row i = row_scale_i * shared_i + coef_i . basis + (per-row or
+// fixed) constants, as a token -> image attention sees them through its k/v
+// projections: keys_i = row_scale_i keys_shared_i + coef_i (basis Wk^T) + keys_const_i,
+// values_i = row_scale_i values_shared_i + coef_i (basis Wv^T) + values_const.
+struct FactoredImageRows {
+  const Tensor& row_scale;      // [HW]
+  const Tensor& coef;           // [HW, R]
+  const Tensor& basis;          // [R, C]
+  const Tensor& keys_shared;    // [HW, D]
+  const Tensor& keys_const;     // [HW, D], k_proj bias included
+  const Tensor& values_shared;  // [HW, D]
+  const Tensor& values_const;   // [D], v_proj bias included
+};
+
+// attn (a token -> image attention) of the queries q_in [T, C] over such rows, without
+// forming its [HW, D] keys and values: the scores [heads * T, HW] are per-head
+// products of the queries with the rows' shared and constant keys plus the
+// queries' dots with the basis keys times coef; the mixed values are the
+// probabilities times row_scale times the shared values, plus (probabilities
+// times coef) times the basis values, plus the constant (each row of
+// probabilities sums to 1). Heads are shared by `threads` workers; the rounding
+// does not depend on their number. Returns the output [T, C] (out_proj applied).
+Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, const FactoredImageRows& x,
+                            int threads) {
+  const int64_t t = q_in.dim(0), n = x.coef.dim(0), r = x.coef.dim(1), width = attn.internal_dim();
+  const int64_t heads = attn.num_heads, head_dim = width / heads, pairs = heads * t;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const Tensor queries = split_heads(attn.q_proj(q_in), heads, scale);
+  const Tensor basis_keys = project_rows(x.basis, attn.k_proj.weight);
+  const Tensor basis_values = project_rows(x.basis, attn.v_proj.weight);
+  Tensor basis_scores = Tensor::uninitialized({pairs, r});
+  for (int64_t h = 0; h < heads; ++h) {
+    gemm({.m = t, .n = r, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
+          .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+          .c = basis_scores.data() + h * t * r, .ldc = r});
+  }
+  Tensor probs = image_sized({pairs, n});
+  for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0;
+    std::vector<float> keys(static_cast<size_t>(rows * width));
+    scale_rows_add(x.row_scale.data() + r0, x.keys_shared.data() + r0 * width, width,
+                   x.keys_const.data() + r0 * width, width, rows, width, keys.data(), width);
+    for (int64_t h = 0; h < heads; ++h) {
+      gemm({.m = t, .n = rows, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
+            .b = keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+            .c = probs.data() + h * t * n + r0, .ldc = n});
+    }
+    gemm({.m = pairs, .n = rows, .k = r, .a = basis_scores.data(), .lda = r, .b = x.coef.data() + r0 * r, .ldb = r,
+          .b_transposed = true, .c = probs.data() + r0, .ldc = n, .accumulate = true});
+  });
+  Tensor mixed = Tensor::uninitialized({t, width});
+  for_row_blocks(threads, heads, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      float* head_probs = probs.data() + h * t * n;
+      softmax_rows(head_probs, t, n, n);
+      std::vector<float> scaled(static_cast<size_t>(t * n)), with_coef(static_cast<size_t>(t * r));
+      for (int64_t j = 0; j < t; ++j)
+        for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * x.row_scale[i];
+      float* out = mixed.data() + h * head_dim;
+      for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data() + h * head_dim, head_dim, out + j * width);
+      gemm({.m = t, .n = head_dim, .k = n, .a = scaled.data(), .lda = n, .b = x.values_shared.data() + h * head_dim,
+            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
+      gemm({.m = t, .n = r, .k = n, .a = head_probs, .lda = n, .b = x.coef.data(), .ldb = r, .b_transposed = false,
+            .c = with_coef.data(), .ldc = r});
+      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data(), .lda = r, .b = basis_values.data() + h * head_dim,
+            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
+    }
+  });
+  Tensor out({t, attn.out_proj.out_features()});
+  attn.out_proj.apply(mixed.data(), t, out.data());
+  return out;
+}
+
+}  // namespace
+
+LowRankTwoWayTransformer::LowRankTwoWayTransformer(const TwoWayTransformer& transformer)
+    : first_(transformer.layers().at(0)),
+      second_(transformer.layers().at(1)),
+      final_attn_(transformer.final_attention()),
+      final_norm_(transformer.final_norm()) {}
+
+LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput& input, const Tensor& image_pe,
+                                                     int threads) const {
+  const DecoderAttention& image_to_token0 = first_.cross_attn_image_to_token;
+  const DecoderAttention& token_to_image1 = second_.cross_attn_token_to_image;
+  const DecoderAttention& image_to_token1 = second_.cross_attn_image_to_token;
+  const Tensor &g1 = first_.norm4.weight, &b1 = first_.norm4.bias, &g2 = second_.norm4.weight;
+  const Tensor& b2 = second_.norm4.bias;
+  const Tensor& out0 = image_to_token0.out_proj.weight;
+  const Tensor& out2 = image_to_token1.out_proj.weight;
+  const int64_t n = input.src.dim(0), c = input.src.dim(1);
+  const int64_t d_out0 = out0.dim(1), d_out2 = out2.dim(1);
+  const int64_t d_k1 = token_to_image1.internal_dim(), d_q2 = image_to_token1.internal_dim();
+  const int64_t d_final = final_attn_.internal_dim();
+
+  LowRankImage im;
+  im.c_centered = Tensor::uninitialized({c});
+  for (int64_t j = 0; j < c; ++j) im.c_centered[j] = b1[j] + image_to_token1.out_proj.bias[j];
+  center_rows(im.c_centered.data(), 1, c);
+  im.c_norm2 = row_dots(im.c_centered.data(), c, im.c_centered.data(), c, 1, c)[0];
+  im.values1_const = token_to_image1.v_proj(b1.reshaped({1, c})).reshaped({d_k1});
+  im.final_values_const = final_attn_.v_proj(b2.reshaped({1, c})).reshaped({d_final});
+  auto rows_of = [n](int64_t width) { return Tensor::uninitialized({n, width}); };
+  im.src_norm2 = Tensor::uninitialized({n});
+  im.src_out0 = rows_of(d_out0);
+  im.keys1_shared = rows_of(d_k1);
+  im.keys1_const = rows_of(d_k1);
+  im.values1_shared = rows_of(d_k1);
+  im.queries2_shared = rows_of(d_q2);
+  im.queries2_const = rows_of(d_q2);
+  im.s_norm2 = Tensor::uninitialized({n});
+  im.s_dot_g1 = Tensor::uninitialized({n});
+  im.s_dot_c = Tensor::uninitialized({n});
+  im.s_g1_out0 = rows_of(d_out0);
+  im.s_out2 = rows_of(d_out2);
+  im.final_shared = rows_of(c);
+  im.final_keys_shared = rows_of(d_final);
+  im.final_keys_const = rows_of(d_final);
+  im.final_values_shared = rows_of(d_final);
+
+  for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0;
+    auto at = [r0](Tensor& t) { return t.data() + r0 * (t.rank() == 1 ? 1 : t.dim(1)); };
+    auto store = [rows](const std::vector<double>& v, float* out) {
+      for (int64_t r = 0; r < rows; ++r) out[r] = static_cast<float>(v[static_cast<size_t>(r)]);
+    };
+    std::vector<float> centered(static_cast<size_t>(rows * c)), s(static_cast<size_t>(rows * c)),
+        work(static_cast<size_t>(rows * c));
+    // S~ and block 0's statistics.
+    const float* src = input.src.data() + r0 * c;
+    const float* pe = image_pe.data() + r0 * c;
+    const float* out_bias0 = image_to_token0.out_proj.bias.data();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c; ++j) centered[r * c + j] = src[r * c + j] + out_bias0[j];
+    center_rows(centered.data(), rows, c);
+    store(row_dots(centered.data(), c, centered.data(), c, rows, c), at(im.src_norm2));
+    through_out_proj(centered.data(), rows, out0, at(im.src_out0));
+    // s = S~ * g1 and block 1's projections of it and of b1 + pe.
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c; ++j) {
+        s[r * c + j] = centered[r * c + j] * g1[j];
+        work[r * c + j] = b1[j] + pe[r * c + j];
+      }
+    project(s.data(), c, rows, token_to_image1.k_proj.weight, at(im.keys1_shared), d_k1);
+    project(s.data(), c, rows, token_to_image1.v_proj.weight, at(im.values1_shared), d_k1);
+    project(s.data(), c, rows, image_to_token1.q_proj.weight, at(im.queries2_shared), d_q2);
+    token_to_image1.k_proj.apply(work.data(), rows, at(im.keys1_const));
+    image_to_token1.q_proj.apply(work.data(), rows, at(im.queries2_const));
+    // s~ and block 1's statistics.
+    center_rows(s.data(), rows, c);
+    store(row_dots(s.data(), c, s.data(), c, rows, c), at(im.s_norm2));
+    store(row_dots(s.data(), c, g1.data(), 0, rows, c), at(im.s_dot_g1));
+    store(row_dots(s.data(), c, im.c_centered.data(), 0, rows, c), at(im.s_dot_c));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c; ++j) work[r * c + j] = g1[j] * s[r * c + j];
+    through_out_proj(work.data(), rows, out0, at(im.s_g1_out0));
+    through_out_proj(s.data(), rows, out2, at(im.s_out2));
+    // s2 = s~ * g2 and the final attention's projections of it and of b2 + pe.
+    float* s2 = at(im.final_shared);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c; ++j) {
+        s2[r * c + j] = s[r * c + j] * g2[j];
+        work[r * c + j] = b2[j] + pe[r * c + j];
+      }
+    project(s2, c, rows, final_attn_.k_proj.weight, at(im.final_keys_shared), d_final);
+    project(s2, c, rows, final_attn_.v_proj.weight, at(im.final_values_shared), d_final);
+    final_attn_.k_proj.apply(work.data(), rows, at(im.final_keys_const));
+  });
+  return im;
+}
+
+LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor& tokens,
+                                                                   const TransformerImageInput& input,
+                                                                   const LowRankImage& image, int threads) const {
+  const Tensor& query_pe = tokens;
+  const int64_t n = input.src.dim(0), c = input.src.dim(1), t = tokens.dim(0);
+  Tensor queries = tokens;
+
+  // Block 0's token side, as TwoWayTransformer::forward (its image side is src).
+  {
+    ScopedStage stage("decoder: token self-attention");
+    queries = first_.norm1(first_.self_attn(queries, queries, queries));
+  }
+  {
+    ScopedStage stage("decoder: token -> image attention");
+    const DecoderAttention& attn = first_.cross_attn_token_to_image;
+    const Tensor q = attn.q_proj(add(queries, query_pe));
+    Tensor attn_out({t, c});
+    attn.attend_projected(q.data(), t, input.token_to_image_k.data(), input.token_to_image_v.data(), n,
+                          attn_out.data(), threads);
+    queries = first_.norm2(add(queries, attn_out));
+  }
+  {
+    ScopedStage stage("decoder: token MLP");
+    queries = first_.norm3(add(queries, first_.mlp(queries, threads)));
+  }
+
+  // Block 0's image -> token attention and norm4, factored:
+  //   keys1_i = a1_i s_i + (a1_i P0_i) basis0 + b1,  basis0 = centered value rows * g1,
+  // a1_i the inverse standard deviation of S~_i + P0_i centered value rows.
+  const DecoderAttention& image_to_token0 = first_.cross_attn_image_to_token;
+  const DecoderAttention& token_to_image1 = second_.cross_attn_token_to_image;
+  const DecoderAttention& image_to_token1 = second_.cross_attn_image_to_token;
+  const int64_t heads0 = image_to_token0.num_heads, width0 = image_to_token0.internal_dim();
+  const int64_t head_dim0 = width0 / heads0, pairs0 = heads0 * t;
+  const int64_t d_q2 = image_to_token1.internal_dim();
+  Tensor row_scale1 = image_sized({n}), coef0 = image_sized({n, pairs0});
+  Tensor values0, value_rows0, basis0;
+  {
+    ScopedStage stage("decoder: image -> token attention");
+    const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
+    const Tensor keys0 = split_heads(image_to_token0.k_proj(add(queries, query_pe)), heads0, scale0);
+    const Tensor v0 = image_to_token0.v_proj(queries);
+    values0 = split_heads(v0, heads0, 1.0f);
+    value_rows0 = head_value_rows(v0, image_to_token0.out_proj.weight, heads0);
+    Tensor centered0 = value_rows0.clone();
+    center_rows(centered0.data(), pairs0, c);
+    const Tensor gram0 = gram(centered0);
+    basis0 = Tensor::uninitialized({pairs0, c});
+    scale_columns_into(centered0, first_.norm4.weight, basis0, 0);
+    for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+      const int64_t rows = r1 - r0;
+      float* p = coef0.data() + r0 * pairs0;
+      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                 .x = input.image_to_token_q.data() + r0 * width0, .ldx = width0, .vectors = keys0.data(), .out = p,
+                 .ldo = pairs0});
+      softmax_groups(p, rows * heads0, t);
+      // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
+      std::vector<float> cross(static_cast<size_t>(rows * pairs0)), quad(static_cast<size_t>(rows * pairs0));
+      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                 .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
+                 .out = cross.data(), .ldo = pairs0});
+      gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = pairs0, .b = gram0.data(), .ldb = pairs0,
+            .b_transposed = true, .c = quad.data(), .ldc = pairs0});
+      const std::vector<double> with_cross = row_dots(p, pairs0, cross.data(), pairs0, rows, pairs0);
+      const std::vector<double> with_quad = row_dots(p, pairs0, quad.data(), pairs0, rows, pairs0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto k = static_cast<size_t>(r);
+        const float a1 = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
+        row_scale1[r0 + r] = a1;
+        for (int64_t j = 0; j < pairs0; ++j) p[r * pairs0 + j] *= a1;
+      }
+    });
+  }
+
+  // Block 1's token side.
+  {
+    ScopedStage stage("decoder: token self-attention");
+    const Tensor q = add(queries, query_pe);
+    queries = second_.norm1(add(queries, second_.self_attn(q, q, queries)));
+  }
+  {
+    ScopedStage stage("decoder: token -> image attention");
+    const Tensor attn_out = attend_factored_rows(
+        token_to_image1, add(queries, query_pe),
+        {row_scale1, coef0, basis0, image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const},
+        threads);
+    queries = second_.norm2(add(queries, attn_out));
+  }
+  {
+    ScopedStage stage("decoder: token MLP");
+    queries = second_.norm3(add(queries, second_.mlp(queries, threads)));
+  }
+
+  // Block 1's image -> token attention and norm4, factored: with
+  // coef_i = [a1_i P0_i, P2_i] and basis = [basis0; value rows 2] (centered: B~),
+  //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
+  //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2.
+  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1, pairs1 = heads1 * t;
+  const int64_t r = pairs0 + pairs1, ldw = r + 1;
+  const Tensor& g2 = second_.norm4.weight;
+  Tensor row_scale2 = image_sized({n}), coef = image_sized({n, ldw});
+  Tensor final_basis = Tensor::uninitialized({ldw, c});
+  {
+    ScopedStage stage("decoder: image -> token attention");
+    const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
+    const Tensor keys2 = split_heads(image_to_token1.k_proj(add(queries, query_pe)), heads1, scale1);
+    const Tensor v2 = image_to_token1.v_proj(queries);
+    const Tensor values2 = split_heads(v2, heads1, 1.0f);
+    const Tensor value_rows2 = head_value_rows(v2, image_to_token1.out_proj.weight, heads1);
+    Tensor basis = Tensor::uninitialized({r, c});
+    std::copy_n(basis0.data(), pairs0 * c, basis.data());
+    std::copy_n(value_rows2.data(), pairs1 * c, basis.data() + pairs0 * c);
+    // basis . c~ equals B~ . c~ (c~ sums to zero), likewise basis . s~_i below.
+    const std::vector<double> basis_dot_c = row_dots(basis.data(), c, image.c_centered.data(), 0, r, c);
+    std::vector<double> basis0_means(static_cast<size_t>(pairs0));
+    for (int64_t j = 0; j < pairs0; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < c; ++k) sum += value_rows0[j * c + k];
+      basis0_means[static_cast<size_t>(j)] = sum / static_cast<double>(c);
+    }
+    center_rows(basis.data(), r, c);
+    const Tensor gram_all = gram(basis);
+    scale_columns_into(basis, g2, final_basis, 0);
+    for (int64_t j = 0; j < c; ++j) final_basis[r * c + j] = image.c_centered[j] * g2[j];
+    const Tensor queries_weight2 = project_rows(basis0, image_to_token1.q_proj.weight);
+    for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+      const int64_t rows = r1 - r0;
+      float* w = coef.data() + r0 * ldw;
+      const float* p0 = coef0.data() + r0 * pairs0;
+      // Queries of block 1's image -> token attention, scores, softmax.
+      std::vector<float> q2(static_cast<size_t>(rows * d_q2)), p2(static_cast<size_t>(rows * pairs1));
+      scale_rows_add(row_scale1.data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
+                     image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2.data(), d_q2);
+      gemm({.m = rows, .n = d_q2, .k = pairs0, .a = p0, .lda = pairs0, .b = queries_weight2.data(), .ldb = d_q2,
+            .b_transposed = false, .c = q2.data(), .ldc = d_q2, .accumulate = true});
+      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2.data(), .ldx = d_q2,
+                 .vectors = keys2.data(), .out = p2.data(), .ldo = pairs1});
+      softmax_groups(p2.data(), rows * heads1, t);
+      for (int64_t i = 0; i < rows; ++i) {
+        std::copy_n(p0 + i * pairs0, pairs0, w + i * ldw);
+        std::copy_n(p2.data() + i * pairs1, pairs1, w + i * ldw + pairs0);
+      }
+      // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
+      // g1 . s~_i, value rows 2 through s~ Wo2.
+      std::vector<float> cross(static_cast<size_t>(rows * r)), quad(static_cast<size_t>(rows * r));
+      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                 .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
+                 .out = cross.data(), .ldo = r});
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < pairs0; ++j)
+          cross[i * r + j] -= static_cast<float>(basis0_means[static_cast<size_t>(j)] * image.s_dot_g1[r0 + i]);
+      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
+                 .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2.data(),
+                 .out = cross.data() + pairs0, .ldo = r});
+      gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all.data(), .ldb = r, .b_transposed = true,
+            .c = quad.data(), .ldc = r});
+      const std::vector<double> with_cross = row_dots(w, ldw, cross.data(), r, rows, r);
+      const std::vector<double> with_quad = row_dots(w, ldw, quad.data(), r, rows, r);
+      for (int64_t i = 0; i < rows; ++i) {
+        const auto k = static_cast<size_t>(i);
+        const double a1 = row_scale1[r0 + i];
+        double with_c = 0;
+        for (int64_t j = 0; j < r; ++j) with_c += static_cast<double>(w[i * ldw + j]) * basis_dot_c[static_cast<size_t>(j)];
+        const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
+                             2.0 * a1 * with_cross[k] + 2.0 * with_c + with_quad[k];
+        const float a2 = inverse_std(norm2, c);
+        row_scale2[r0 + i] = static_cast<float>(a1) * a2;
+        for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
+        w[i * ldw + r] = a2;
+      }
+    });
+  }
+
+  ScopedStage stage("decoder: final token -> image attention");
+  const Tensor attn_out = attend_factored_rows(final_attn_, add(queries, query_pe),
+                                               {row_scale2, coef, final_basis, image.final_keys_shared,
+                                                image.final_keys_const, image.final_values_shared,
+                                                image.final_values_const},
+                                               threads);
+  queries = final_norm_(add(queries, attn_out));
+  return {queries, {row_scale2, coef, final_basis, second_.norm4.bias}};
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,88 @@
+#pragma once
+
+#include "core/tensor.h"
+#include "model/two_way_transformer.h"
+
+namespace sam2rt {
+
+// The two-block TwoWayTransformer of SAM 2.1 for prompts that share the image
+// side (every prompt without a mask input), with the image rows kept factored.
+//
+// Image -> token attention adds to every image row a combination of the
+// attention's heads * tokens value rows (its out projection of the token
+// values), weighted by that row's softmax; LayerNorm is a per-row affine map
+// whose statistics follow from row products. So after block k every image row is
+//   row_scale[i] * shared_k[i] + coef[i] . basis + bias,
+// shared_k a per-image map (the centered src times the LayerNorm weights), and
+// coef (heads * tokens per block), basis and bias per prompt. The projections of
+// these rows (the next block's keys, values and queries, the final attention's
+// keys and values, the first ConvTranspose of the upscaling) split into a
+// projection of shared_k made once per image and a product of the prompt's
+// coefficients, K = heads * tokens per block instead of the width C. The
+// attention scores against the token keys are per-head dot products
+// (kernels/decoder_head_products). Same function as TwoWayTransformer::forward in
+// exact arithmetic; the rounding differs.
+
+// The image rows after the transformer: row i = row_scale[i] * shared[i] + coef[i] . basis + bias,
+// shared = LowRankImage::final_shared.
+struct LowRankKeys {
+  Tensor row_scale;  // [HW]
+  Tensor coef;       // [HW, R]
+  Tensor basis;      // [R, C]
+  Tensor bias;       // [C]
+};
+
+// What every prompt on the image shares, from TransformerImageInput (src S, pe).
+// Names: S~ = S + out bias of block 0's image->token attention, centered per
+// row; s = S~ * g1 (block 0's norm4 weight); s~ = s centered per row; s2 = s~ * g2
+// (block 1's norm4 weight); c~ = block 0's norm4 bias + block 1's out bias, centered.
+struct LowRankImage {
+  Tensor src_norm2;        // |S~_i|^2 [HW]
+  Tensor src_out0;         // S~ Wo0 (block 0 image->token out_proj weight) [HW, D]
+  Tensor keys1_shared;     // s Wk^T, block 1 token->image k_proj [HW, D]
+  Tensor keys1_const;      // (b1 + pe) Wk^T + bk [HW, D]
+  Tensor values1_shared;   // s Wv^T [HW, D]
+  Tensor values1_const;    // b1 Wv^T + bv [D]
+  Tensor queries2_shared;  // s Wq^T, block 1 image->token q_proj [HW, D]
+  Tensor queries2_const;   // (b1 + pe) Wq^T + bq [HW, D]
+  Tensor s_norm2;          // |s~_i|^2 [HW]
+  Tensor s_dot_g1;         // s~_i . g1 [HW]
+  Tensor s_dot_c;          // s~_i . c~ [HW]
+  Tensor s_g1_out0;        // (g1 * s~) Wo0 [HW, D]
+  Tensor s_out2;           // s~ Wo2 (block 1 image->token out_proj weight) [HW, D]
+  Tensor c_centered;       // c~ [C]
+  double c_norm2 = 0;      // |c~|^2
+  Tensor final_shared;     // s2 [HW, C]
+  Tensor final_keys_shared;     // s2 Wk^T, final attention [HW, D]
+  Tensor final_keys_const;      // (b2 + pe) Wk^T + bk [HW, D]
+  Tensor final_values_shared;   // s2 Wv^T [HW, D]
+  Tensor final_values_const;    // b2 Wv^T + bv [D]
+};
+
+class LowRankTwoWayTransformer {
+ public:
+  explicit LowRankTwoWayTransformer(const TwoWayTransformer& transformer);
+
+  // Whether this form applies (two blocks, as in every SAM 2.1 model).
+  static bool applies(const TwoWayTransformer& transformer) { return transformer.layers().size() == 2; }
+
+  LowRankImage prepare_image(const TransformerImageInput& input, const Tensor& image_pe, int threads) const;
+
+  struct Output {
+    Tensor queries;  // [T, C]
+    LowRankKeys keys;
+  };
+  // tokens [T, C] (also their own position encoding). Image rows are processed in
+  // fixed blocks shared by `threads` workers: the result does not depend on the
+  // thread count.
+  Output forward(const Tensor& tokens, const TransformerImageInput& input, const LowRankImage& image,
+                 int threads) const;
+
+ private:
+  // Copies of the transformer's weights (tensor handles share the storage).
+  TwoWayAttentionBlock first_, second_;
+  DecoderAttention final_attn_;
+  DecoderLayerNorm final_norm_;
+};
+
+}  // namespace sam2rt

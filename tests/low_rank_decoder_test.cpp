@@ -1,0 +1,127 @@
+// The low-rank form of the mask decoder (model/low_rank_two_way.h) against the
+// direct one, and the kernels it is built from against plain loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "decoder_goldens.h"
+#include "kernels/conv_transpose.h"
+#include "kernels/decoder_head_products.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/decoder_threads.h"
+#include "kernels/gemm.h"
+#include "model/mask_decoder.h"
+#include "model/prompt_encoder.h"
+
+namespace sam2rt {
+namespace {
+
+using testing::max_abs_error;
+using testing::micro_decoder_case;
+
+// The decoder goldens' tolerances (tests/mask_decoder_test.cpp).
+constexpr double kLogitTolerance = 1e-4;
+constexpr double kScoreTolerance = 1e-5;
+
+Tensor random_tensor(Shape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Tensor t(std::move(shape));
+  for (float& v : t) v = dist(rng);
+  return t;
+}
+
+TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
+  const int64_t rows = 37, heads = 3, head_dim = 5, per_head = 4, ldx = heads * head_dim + 2;
+  const Tensor x = random_tensor({rows, ldx}, 1), vectors = random_tensor({heads * per_head, head_dim}, 2);
+  Tensor got = Tensor::filled({rows, heads * per_head + 1}, 7.0f), want = got.clone();
+  HeadDotsArgs args{.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = per_head, .x = x.data(),
+                    .ldx = ldx, .vectors = vectors.data(), .out = got.data(), .ldo = heads * per_head + 1};
+  head_dots(args);
+  args.out = want.data();
+  head_dots_reference(args);
+  EXPECT_LE(max_abs_error(got, want), 1e-6);
+  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(got[i * (heads * per_head + 1) + heads * per_head], 7.0f);
+  // Head 1, token 2 of row 5, spelled out.
+  double dot = 0;
+  for (int64_t d = 0; d < head_dim; ++d) dot += x[5 * ldx + 1 * head_dim + d] * vectors[(1 * per_head + 2) * head_dim + d];
+  EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
+}
+
+TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
+  const int64_t rows = 6, c = 19;
+  const Tensor x = random_tensor({rows, c}, 3), y = random_tensor({rows, c}, 4), scale = random_tensor({rows}, 5);
+  Tensor out({rows, c}), broadcast({rows, c});
+  scale_rows_add(scale.data(), x.data(), c, y.data(), c, rows, c, out.data(), c);
+  scale_rows_add(scale.data(), x.data(), c, y.data(), 0, rows, c, broadcast.data(), c);
+  std::vector<double> dots(rows);
+  dot_rows(x.data(), c, y.data(), c, rows, c, dots.data());
+  Tensor centered = x.clone();
+  center_rows(centered.data(), rows, c);
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0, mean = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      EXPECT_EQ(out[r * c + j], scale[r] * x[r * c + j] + y[r * c + j]);
+      EXPECT_EQ(broadcast[r * c + j], scale[r] * x[r * c + j] + y[j]);
+      dot += static_cast<double>(x[r * c + j]) * y[r * c + j];
+      mean += x[r * c + j];
+    }
+    EXPECT_NEAR(dots[static_cast<size_t>(r)], dot, 1e-12);
+    double centered_sum = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      EXPECT_NEAR(centered[r * c + j], x[r * c + j] - mean / c, 1e-6);
+      centered_sum += centered[r * c + j];
+    }
+    EXPECT_NEAR(centered_sum, 0.0, 1e-5);
+  }
+}
+
+TEST(LowRankDecoderKernels, ScatterOfTapsIsTheTransposedConvolution) {
+  const int64_t cin = 6, cout = 3, h = 4, w = 5;
+  const Tensor x = random_tensor({1, cin, h, w}, 6), weight = random_tensor({cin, cout, 2, 2}, 7);
+  const Tensor want = conv_transpose_2x2_stride2_reference(x, weight, Tensor());
+  const Tensor taps = pack_conv_transpose_2x2_taps(weight);
+  Tensor x_hwc({h * w, cin});
+  for (int64_t ch = 0; ch < cin; ++ch)
+    for (int64_t p = 0; p < h * w; ++p) x_hwc[p * cin + ch] = x[ch * h * w + p];
+  Tensor products({h * w, 4 * cout}), out({4 * h * w, cout});
+  gemm_reference({.m = h * w, .n = 4 * cout, .k = cin, .a = x_hwc.data(), .lda = cin, .b = taps.data(),
+                  .ldb = 4 * cout, .b_transposed = false, .c = products.data(), .ldc = 4 * cout});
+  scatter_2x2_taps(products.data(), h, w, cout, out.data());
+  for (int64_t o = 0; o < cout; ++o)
+    for (int64_t p = 0; p < 4 * h * w; ++p) EXPECT_NEAR(out[p * cout + o], want[o * 4 * h * w + p], 1e-5) << o << " " << p;
+}
+
+// The micro goldens' prompts without mask input, decoded both ways.
+TEST(LowRankDecoder, MatchesTheDirectTransformerOnMicro) {
+  const auto& c = micro_decoder_case();
+  const DecoderThreads scope;  // as SamHeads runs the decoder: oneDNN on the calling thread only
+  const PromptEncoder prompts(c.config, c.weights);
+  const MaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
+  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
+  ASSERT_FALSE(image.upscale0_shared.empty()) << "the low-rank form should apply to SAM 2.1 configs";
+  int compared = 0;
+  for (const auto& g : c.prompts) {
+    if (!g.prompt.mask_input.empty()) continue;
+    SCOPED_TRACE(g.name);
+    const Tensor sparse = prompts.embed_sparse(g.prompt, c.orig_w, c.orig_h);
+    const MaskDecoderOutput low_rank = decoder.predict_masks(image, sparse, 2);
+    const MaskDecoderOutput direct = decoder.predict_masks(image, image.no_mask, sparse, 2);
+    EXPECT_LE(max_abs_error(low_rank.masks, direct.masks), kLogitTolerance);
+    EXPECT_LE(max_abs_error(low_rank.iou, direct.iou), kScoreTolerance);
+    EXPECT_NEAR(low_rank.object_score_logit, direct.object_score_logit, kScoreTolerance);
+    // Alone or in a batch (one thread per prompt), the same bits.
+    const MaskDecoderOutput one_thread = decoder.predict_masks(image, sparse, 1);
+    ASSERT_EQ(one_thread.masks.numel(), low_rank.masks.numel());
+    EXPECT_EQ(std::memcmp(one_thread.masks.data(), low_rank.masks.data(), sizeof(float) * low_rank.masks.numel()), 0);
+    EXPECT_EQ(std::memcmp(one_thread.iou.data(), low_rank.iou.data(), sizeof(float) * low_rank.iou.numel()), 0);
+    ++compared;
+  }
+  EXPECT_GE(compared, 3);
+}
+
+}  // namespace
+}  // namespace sam2rt

@@ -1,0 +1,284 @@
+// Every op of the Vulkan backend against the CPU kernel it replaces, fp32, at
+// small shapes that are not multiples of the workgroup sizes, with the
+// validation layers on (lavapipe in CI). Tolerances, not bits: the device sums
+// in another order and may or may not fuse multiply-adds.
+#ifdef SAM2RT_VULKAN
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backends/vulkan/command_recorder.h"
+#include "backends/vulkan/vulkan_ops.h"
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/interpolate.h"
+#include "kernels/layout.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/softmax.h"
+#include "kernels/window.h"
+#include "kernels/window_attention.h"
+#include "random_tensor.h"
+#include "vulkan_test_context.h"
+
+namespace sam2rt::testing {
+namespace {
+
+class VulkanOpsTest : public VulkanTest {
+ protected:
+  void SetUp() override {
+    VulkanTest::SetUp();
+    make_ops();
+  }
+  void TearDown() override {
+    ops_.reset();
+    VulkanTest::TearDown();
+  }
+  void reopen(const VulkanContextOptions& options) {
+    ops_.reset();
+    open_context(options);
+    make_ops();
+  }
+  const VulkanOps& ops() const { return *ops_; }
+
+  // y = x W^T + b with each epilogue, on the device and by the CPU's PackedLinear.
+  void check_linear(int64_t rows, int64_t in, int64_t out, bool with_bias, size_t expected_dispatches) {
+    const Tensor x = random_tensor({rows, in}, 11);
+    const Tensor weight = random_tensor({out, in}, 12, 0.3f);
+    const Tensor bias = with_bias ? random_tensor({out}, 13) : Tensor();
+    const Tensor residual = random_tensor({rows, out}, 14);
+    const PackedLinear cpu(weight, bias, Precision::fp32);
+    const DeviceLinear layer = upload_linear(context(), weight, bias);
+    const DeviceBuffer device_x = upload(x);
+    for (const Epilogue epilogue : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
+      Tensor expected = residual.clone();
+      cpu.forward(x.data(), rows, expected.data(), epilogue);
+      const DeviceBuffer device_y = upload(residual);
+      CommandRecorder recorder(context());
+      ops().linear(recorder, layer, all_floats(device_x), rows, all_floats(device_y), epilogue);
+      EXPECT_EQ(recorder.dispatch_count(), expected_dispatches);
+      recorder.submit();
+      EXPECT_LE(scaled_max_error(download(device_y, {rows, out}), expected), 2e-6)
+          << "epilogue " << static_cast<int>(epilogue) << ", bias " << with_bias;
+    }
+  }
+
+ private:
+  void make_ops() { ops_ = std::make_unique<VulkanOps>(context()); }
+  std::unique_ptr<VulkanOps> ops_;
+};
+
+TEST_F(VulkanOpsTest, LinearMatchesPackedLinear) {
+  check_linear(37, 40, 24, true, 1);
+  check_linear(5, 96, 17, false, 1);
+}
+
+TEST_F(VulkanOpsTest, LinearSplitsRowsToRespectTheBindingRange) {
+  VulkanContextOptions capped;
+  capped.max_binding_bytes = 4096;  // the weight (3840 bytes) still fits
+  reopen(capped);
+  // Widest row 40 floats (160 bytes): (4096 - alignment) / 160 rows per band.
+  const uint64_t alignment = context().limits().min_storage_buffer_offset_alignment;
+  const int64_t band = static_cast<int64_t>((4096 - alignment) / 160);
+  const int64_t rows = 80;
+  check_linear(rows, 40, 24, true, static_cast<size_t>((rows + band - 1) / band));
+
+  // A row wider than a binding cannot be split by rows.
+  const DeviceLinear wide = upload_linear(context(), random_tensor({1, 1100}, 1), Tensor());
+  const DeviceBuffer x = zeros(1100), y = zeros(1);
+  CommandRecorder recorder(context());
+  EXPECT_THROW(ops().linear(recorder, wide, all_floats(x), 1, all_floats(y), Epilogue::none), Error);
+}
+
+TEST_F(VulkanOpsTest, GeluIsTheErfFormToSinglePrecision) {
+  // An identity layer: the epilogue alone, against erf in double precision.
+  const int64_t n = 2001;
+  Tensor x({n, 1});
+  for (int64_t i = 0; i < n; ++i) x[i] = -10.0f + 0.01f * static_cast<float>(i);
+  const DeviceLinear identity = upload_linear(context(), Tensor::filled({1, 1}, 1.0f), Tensor());
+  const DeviceBuffer device_x = upload(x), device_y = zeros(n);
+  CommandRecorder recorder(context());
+  ops().linear(recorder, identity, all_floats(device_x), n, all_floats(device_y), Epilogue::gelu);
+  recorder.submit();
+  const Tensor y = download(device_y, {n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i], exact = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    ASSERT_LE(std::abs(y[i] - exact), 1e-6 * std::max(1.0, std::abs(v))) << "x = " << v;
+  }
+}
+
+TEST_F(VulkanOpsTest, LayerNormRowsMatchesTheCpu) {
+  const int64_t rows = 50, channels = 96;
+  Tensor x = random_tensor({rows, channels}, 21, 3.0f);
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] += static_cast<float>(i / channels % 7) - 3.0f;  // row offsets
+  const Tensor weight = random_tensor({channels}, 22), bias = random_tensor({channels}, 23);
+  Tensor expected({rows, channels});
+  layer_norm_rows(x.data(), channels, rows, channels, weight.data(), bias.data(), 1e-6f, expected.data(), channels);
+  const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dy = zeros(rows * channels);
+  CommandRecorder recorder(context());
+  ops().layer_norm_rows(recorder, all_floats(dx), rows, channels, all_floats(dw), all_floats(db), 1e-6f,
+                        all_floats(dy));
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dy, {rows, channels}), expected), 2e-6);
+}
+
+TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
+  const int64_t rows = 33, cols = 77;
+  const Tensor x = random_tensor({rows, cols}, 31, 20.0f);
+  Tensor expected = x.clone();
+  softmax_rows(expected.data(), rows, cols, cols);
+  const DeviceBuffer dx = upload(x);
+  CommandRecorder recorder(context());
+  ops().softmax_rows(recorder, all_floats(dx), rows, cols);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
+}
+
+// Scores of a few units carry an absolute rounding of |s| 2^-23 into exp(), so
+// attention outputs differ from the CPU's by a few 1e-6 (the device's exp and
+// summation order differ too).
+constexpr double kAttentionTolerance = 5e-6;
+
+TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
+  // q, k and v interleaved per token as in a qkv projection, 3 heads of 32.
+  const int64_t tokens = 70, nq = 45, heads = 3, head_dim = 32, width = heads * head_dim;
+  const Tensor qkv = random_tensor({tokens, 3 * width}, 41, 2.0f);
+  Tensor expected({nq, width});
+  AttentionArgs args;
+  args.nq = nq;
+  args.nk = tokens;
+  args.heads = heads;
+  args.head_dim = head_dim;
+  args.q = qkv.data();
+  args.ldq = 3 * width;
+  args.k = qkv.data() + width;
+  args.ldk = 3 * width;
+  args.v = qkv.data() + 2 * width;
+  args.ldv = 3 * width;
+  args.out = expected.data();
+  args.ldo = width;
+  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  attention(args);
+
+  const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
+  const DeviceFloats all = all_floats(dqkv);
+  DeviceAttention device;
+  device.nq = nq;
+  device.nk = tokens;
+  device.heads = heads;
+  device.head_dim = head_dim;
+  device.q = all;
+  device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
+  device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
+  device.out = all_floats(dout);
+  device.ldq = device.ldk = device.ldv = 3 * width;
+  device.ldo = width;
+  device.scale = args.scale;
+  CommandRecorder recorder(context());
+  ops().attention(recorder, device);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance);
+
+  device.head_dim = 129;
+  EXPECT_THROW(ops().attention(recorder, device), Error);
+}
+
+struct WindowCase {
+  int64_t height, width, window, heads;
+  bool q_pool;
+};
+
+TEST_F(VulkanOpsTest, WindowedAttentionMatchesTheCpu) {
+  const int64_t channels = 16;
+  for (const WindowCase& c : {WindowCase{16, 16, 8, 2, false}, WindowCase{12, 9, 4, 1, false},
+                              WindowCase{11, 13, 8, 2, false}, WindowCase{16, 16, 4, 2, true},
+                              WindowCase{10, 10, 4, 1, true}}) {
+    const Tensor qkv = random_tensor({c.height, c.width, 3 * channels}, 51, 2.0f);
+    const Tensor pad = random_tensor({3 * channels}, 52);
+    const int64_t out_h = c.q_pool ? c.height / 2 : c.height, out_w = c.q_pool ? c.width / 2 : c.width;
+    Tensor expected({out_h, out_w, channels});
+    windowed_attention(qkv, c.window, pad.data(), c.heads, c.q_pool, expected);
+    const DeviceBuffer dqkv = upload(qkv), dpad = upload(pad), dout = zeros(out_h * out_w * channels);
+    CommandRecorder recorder(context());
+    ops().windowed_attention(recorder, all_floats(dqkv), c.height, c.width, channels, c.window, all_floats(dpad),
+                             c.heads, c.q_pool, all_floats(dout));
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dout, {out_h, out_w, channels}), expected), kAttentionTolerance)
+        << c.height << "x" << c.width << " window " << c.window << " q_pool " << c.q_pool;
+  }
+}
+
+TEST_F(VulkanOpsTest, MaxPool2x2MatchesTheCpu) {
+  for (const Shape& shape : {Shape{2, 6, 8, 10}, Shape{1, 7, 9, 10}}) {
+    const Tensor x = random_tensor(shape, 61);
+    const int64_t offset = 3, channels = 5;
+    Tensor expected({shape[0], shape[1] / 2, shape[2] / 2, channels});
+    max_pool2x2_into(x, offset, channels, expected);
+    const DeviceBuffer dx = upload(x), dy = zeros(expected.numel());
+    CommandRecorder recorder(context());
+    ops().max_pool2x2(recorder, all_floats(dx), shape[0], shape[1], shape[2], shape[3], offset, channels,
+                      all_floats(dy));
+    recorder.submit();
+    const Tensor y = download(dy, expected.shape());
+    for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << shape_to_string(shape) << " at " << i;
+  }
+}
+
+TEST_F(VulkanOpsTest, NearestUpsampleAddMatchesTheCpu) {
+  const int64_t height = 5, width = 7, channels = 6;
+  const Tensor coarse = random_tensor({height, width, channels}, 81);
+  const Tensor x = random_tensor({2 * height, 2 * width, channels}, 82);
+  Tensor expected = x.clone();
+  add_upsampled_nearest2x_inplace(expected, coarse);
+  const DeviceBuffer dx = upload(x), dcoarse = upload(coarse);
+  CommandRecorder recorder(context());
+  ops().add_upsampled_nearest2x(recorder, all_floats(dx), all_floats(dcoarse), height, width, channels);
+  recorder.submit();
+  const Tensor y = download(dx, expected.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;  // one rounded add, as on the CPU
+}
+
+TEST_F(VulkanOpsTest, HwcToNchwMatchesTheCpu) {
+  const Tensor x = random_tensor({6, 9, 5}, 91);
+  const Tensor expected = hwc_to_nchw(x);
+  const DeviceBuffer dx = upload(x), dy = zeros(x.numel());
+  CommandRecorder recorder(context());
+  ops().hwc_to_nchw(recorder, all_floats(dx), 6, 9, 5, all_floats(dy));
+  recorder.submit();
+  const Tensor y = download(dy, expected.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;
+}
+
+TEST_F(VulkanOpsTest, OneRecordingChainsOpsWithBarriers) {
+  // LayerNorm -> Linear (+GELU) -> Linear (+residual) in one command buffer: the
+  // block's MLP, each op reading what the previous wrote.
+  const int64_t rows = 20, channels = 24, hidden = 96;
+  const Tensor x = random_tensor({rows, channels}, 71);
+  const Tensor norm_w = random_tensor({channels}, 72), norm_b = random_tensor({channels}, 73);
+  const Tensor w1 = random_tensor({hidden, channels}, 74, 0.3f), b1 = random_tensor({hidden}, 75);
+  const Tensor w2 = random_tensor({channels, hidden}, 76, 0.1f), b2 = random_tensor({channels}, 77);
+
+  Tensor normed({rows, channels}), h({rows, hidden});
+  Tensor expected = x.clone();
+  layer_norm_rows(x.data(), channels, rows, channels, norm_w.data(), norm_b.data(), 1e-6f, normed.data(), channels);
+  PackedLinear(w1, b1, Precision::fp32).forward(normed.data(), rows, h.data(), Epilogue::gelu);
+  PackedLinear(w2, b2, Precision::fp32).forward(h.data(), rows, expected.data(), Epilogue::accumulate);
+
+  const DeviceBuffer dx = upload(x), dnw = upload(norm_w), dnb = upload(norm_b);
+  const DeviceBuffer dnormed = zeros(rows * channels), dh = zeros(rows * hidden);
+  const DeviceLinear l1 = upload_linear(context(), w1, b1), l2 = upload_linear(context(), w2, b2);
+  CommandRecorder recorder(context());
+  ops().layer_norm_rows(recorder, all_floats(dx), rows, channels, all_floats(dnw), all_floats(dnb), 1e-6f,
+                        all_floats(dnormed));
+  ops().linear(recorder, l1, all_floats(dnormed), rows, all_floats(dh), Epilogue::gelu);
+  ops().linear(recorder, l2, all_floats(dh), rows, all_floats(dx), Epilogue::accumulate);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dx, {rows, channels}), expected), 4e-6);
+}
+
+}  // namespace
+}  // namespace sam2rt::testing
+
+#endif

@@ -16,6 +16,7 @@ packages=(
   libcpp-httplib-dev     # `sam2rt serve`
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
   python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
+  libcurl4-openssl-dev openssl   # `sam2rt download` (HTTPS); openssl makes the test's certificate
   # The Python package (python/): extension, pip install / wheel offline, its tests.
   python3-dev pybind11-dev python3-pil
   python3-pip python3-setuptools python3-wheel python3-venv python3-build python3-pytest

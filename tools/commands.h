@@ -12,5 +12,6 @@ void register_everything(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_download(CLI::App& app);
 
 }  // namespace sam2rt::cli

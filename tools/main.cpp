@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   sam2rt::cli::register_compare(app);
   sam2rt::cli::register_bench(app);
   sam2rt::cli::register_serve(app);
+  sam2rt::cli::register_download(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -317,6 +317,22 @@ TEST(Cli, CompareFailsOutsideTheTolerances) {
   EXPECT_EQ(with({"--one-minus-cos", "1e-6"}).exit_code, 1);
 }
 
+// --point takes a list of clicks as well as repeated options: the same prompt.
+TEST(Cli, PointTakesAList) {
+  ScratchDir s("point_list");
+  CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "203,55,0", "--logits", s.file("list.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_segment(s, {"--point", "110,41", "--point", "203,55,0", "--logits", s.file("repeated.safetensors")}),
+              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli(micro_segment(s, {"--point", "110,41", "--logits", s.file("one.safetensors")}), s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor list = read_safetensors(s.file("list.safetensors")).tensors.at("masks");
+  EXPECT_EQ(compare_tensors(list, read_safetensors(s.file("repeated.safetensors")).tensors.at("masks")).max_abs_err,
+            0.0);
+  EXPECT_GT(compare_tensors(list, read_safetensors(s.file("one.safetensors")).tensors.at("masks")).max_abs_err, 0.0);
+}
+
 TEST(Cli, MaskInputFromEarlierLogitsReproducesGolden) {
   ScratchDir s("maskinput");
   CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "--multimask", "--logits", s.file("p1.safetensors")}), s);

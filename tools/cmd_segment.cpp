@@ -183,9 +183,11 @@ void register_segment(CLI::App& app) {
   sub->add_flag("--force-features", command->force_features,
                 "use --features even when their record names another model, config or preprocessing (or none)")
       ->needs("--features");
-  sub->add_option("--point", command->points, "click X,Y[,LABEL]; LABEL 1 = object (default), 0 = background")
+  sub->add_option("--point", command->points,
+                  "click X,Y[,LABEL]; LABEL 1 = object (default), 0 = background. Several clicks on the object: "
+                  "repeat --point or list them after it (--point 390,440 200,100,0)")
       ->type_name("X,Y[,L]")
-      ->allow_extra_args(false);
+      ->allow_extra_args(true);
   sub->add_option("--box", command->box, "box X0,Y0,X1,Y1")->type_name("X0,Y0,X1,Y1");
   sub->add_option("--mask-input", command->mask_input_path,
                   "low-res mask prompt: a --logits file of an earlier run, or one [1,256,256] tensor")

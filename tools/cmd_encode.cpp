@@ -55,6 +55,9 @@ void register_encode(CLI::App& app) {
   command->model.add_to(*sub);
   sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
   sub->add_option("--out", command->out_path, "output features, .safetensors")->required();
+  // Older scripts (and main's dask driver) pass --decoder-ready: accepted, and what encode now always writes.
+  sub->add_flag("--decoder-ready")
+      ->description("the default: image_embed, feat_s1, feat_s0 are always written (accepted for older scripts)");
   sub->add_flag("--all-features", command->all_features,
                 "also write the neck's outputs neck.level0..2 (image_embed is level2 + no_mem_embed)");
   sub->add_option("--feature-dtype", command->feature_dtype,

@@ -575,7 +575,8 @@ std::vector<Case> catalogue() {
                  run.extra = {"--max-image-pixels", "999999"};
                  return run.args(s);
                },
-               "exceeds the limit of 999999 pixels"});
+               "exceeds the limit of 999999 pixels (decompression bomb?); raise the pixel limit only for trusted "
+               "images (--max-image-pixels N)"});
   c.push_back({"PngZeroByZero",
                [](const ScratchDir& s) { return segment_with_image(s, "zero.png", png_claiming_size(0, 0)); },
                "cannot decode image"});
@@ -646,10 +647,37 @@ std::vector<Case> catalogue() {
                                     {"orig_height", "112"},
                                     {"image_size", "256"}});
                  Segment run;
-                 run.extra = {"--features", s.file("f.safetensors")};
+                 run.extra = {"--features", s.file("f.safetensors"), "--force-features"};
                  return run.args(s);
                },
                "'image_embed' holds NaN or Inf values"});
+  c.push_back({"FeaturesWithoutModelRecord",
+               [](const ScratchDir& s) {
+                 write_safetensors(s.file("f.safetensors"),
+                                   {{"image_embed", Tensor({1, 32, 16, 16})},
+                                    {"feat_s1", Tensor({1, 8, 32, 32})},
+                                    {"feat_s0", Tensor({1, 4, 64, 64})}},
+                                   {{"format", "sam2rt.features.v1"},
+                                    {"orig_width", "288"},
+                                    {"orig_height", "112"},
+                                    {"image_size", "256"}});
+                 Segment run;
+                 run.extra = {"--features", s.file("f.safetensors")};
+                 return run.args(s);
+               },
+               "do not record which model made them (written by an older sam2rt); encode the image again"});
+  c.push_back({"FeaturesOfOtherWeights",
+               [](const ScratchDir& s) {
+                 const CliResult encoded =
+                     run_cli({"encode", "--synthetic-weights", "7", "--config", micro_yaml(), "--image", micro_image(),
+                              "--out", s.file("f.safetensors")},
+                             s);
+                 if (encoded.exit_code != 0) throw std::runtime_error("encode failed: " + encoded.err);
+                 Segment run;
+                 run.extra = {"--features", s.file("f.safetensors")};
+                 return run.args(s);
+               },
+               ", but this model has weights "});
 
   // --- output paths (every other output of the run must survive too) ---
   c.push_back({"OutInMissingDirectory",
@@ -688,11 +716,32 @@ std::vector<Case> catalogue() {
                  return run.args(s);
                },
                "is a directory; give a file name"});
+  c.push_back({"OutNamedJpeg",
+               [](const ScratchDir& s) {
+                 Segment run;
+                 run.out = "mask.jpg";
+                 return run.args(s);
+               },
+               "a mask is written as PNG only"});
+  c.push_back({"OverlayUnsupportedExtension",
+               [](const ScratchDir& s) {
+                 Segment run;
+                 run.overlay = "overlay.tiff";
+                 return run.args(s);
+               },
+               "unsupported extension '.tiff'; name it .png, .jpg or .jpeg"});
   c.push_back({"EncodeOutInMissingDirectory",
                [](const ScratchDir& s) {
                  return encode_args(s, micro_pt(), micro_yaml(), micro_image(), "missing/features.safetensors");
                },
                "--out: cannot write"});
+  c.push_back({"EncodeUnknownFeatureDtype",
+               [](const ScratchDir& s) {
+                 std::vector<std::string> args = encode_args(s, micro_pt(), micro_yaml(), micro_image());
+                 args.insert(args.end(), {"--feature-dtype", "int8"});
+                 return args;
+               },
+               "--feature-dtype: int8 not in {float32,bfloat16,float16}", kUsageError});
   c.push_back({"EncodeFailsOnBrokenImage",
                [](const ScratchDir& s) {
                  write_text(s.file("notes.png"), "not an image");
@@ -778,7 +827,7 @@ std::vector<Case> catalogue() {
                  run.model = s.file("nowhere.pt");
                  return run.args(s);
                },
-               "--model: File does not exist", kUsageError});
+               "nowhere.pt (download links for the official checkpoints: models/README.md)", kUsageError});
   c.push_back({"UnknownOption",
                [](const ScratchDir& s) {
                  Segment run;
@@ -786,6 +835,17 @@ std::vector<Case> catalogue() {
                  return run.args(s);
                },
                "--colour", kUsageError});
+  c.push_back({"MistypedCommand",
+               [](const ScratchDir&) { return std::vector<std::string>{"segmnt", "--point", "1,2"}; },
+               "unknown command 'segmnt'; did you mean 'segment'?", kUsageError});
+  c.push_back({"MistypedOption",
+               [](const ScratchDir& s) {
+                 Segment run;
+                 run.extra = {"--poin", "1,2"};
+                 return run.args(s);
+               },
+               "unknown option '--poin' for `sam2rt segment`; did you mean '--point'? (see `sam2rt segment --help`)",
+               kUsageError});
   c.push_back({"NoCommand", [](const ScratchDir&) { return std::vector<std::string>{}; }, "subcommand",
                kUsageError});
   return c;

@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "commands.h"
@@ -41,6 +42,16 @@ struct ComparePair {
 struct CompareCommand {
   std::string path_a, path_b;
   std::vector<std::string> keys;
+  std::optional<double> max_abs;        // largest max|err| a tensor may have
+  std::optional<double> one_minus_cos;  // largest 1-cos a tensor may have
+  double max_abs_value = 0, one_minus_cos_value = 0;  // as parsed, taken when the option was given
+
+  std::string tolerance_text() const {
+    std::string text;
+    if (max_abs) text += "max|err| <= " + std::to_string(*max_abs);
+    if (one_minus_cos) text += std::string(text.empty() ? "" : ", ") + "1-cos <= " + std::to_string(*one_minus_cos);
+    return text;
+  }
 
   void run() const {
     const SafetensorsFile a = read_safetensors(path_a);
@@ -89,6 +100,7 @@ struct CompareCommand {
       failed = true;
     }
     std::printf("%-36s %-22s %12s %12s %12s\n", "tensor", "shape", "1-cos", "mean|err|", "max|err|");
+    int out_of_tolerance = 0;
     for (const ComparePair& p : pairs) {
       if (p.a.shape() != p.b.shape()) {
         std::printf("%-36s shape mismatch: %s vs %s\n", printable(p.label).c_str(),
@@ -97,8 +109,18 @@ struct CompareCommand {
         continue;
       }
       const TensorDifference d = compare_tensors(p.a, p.b);
-      std::printf("%-36s %-22s %12.3e %12.3e %12.3e\n", printable(p.label).c_str(),
-                  shape_to_string(p.a.shape()).c_str(), d.one_minus_cos, d.mean_abs_err, d.max_abs_err);
+      // Written so that a NaN error is out of tolerance too.
+      const bool within =
+          (!max_abs || d.max_abs_err <= *max_abs) && (!one_minus_cos || d.one_minus_cos <= *one_minus_cos);
+      std::printf("%-36s %-22s %12.3e %12.3e %12.3e%s\n", printable(p.label).c_str(),
+                  shape_to_string(p.a.shape()).c_str(), d.one_minus_cos, d.mean_abs_err, d.max_abs_err,
+                  within ? "" : "  OUT OF TOLERANCE");
+      if (!within) ++out_of_tolerance;
+    }
+    if (out_of_tolerance > 0) {
+      std::fprintf(stderr, "sam2rt: error: %d of %zu tensors out of tolerance (%s)\n", out_of_tolerance, pairs.size(),
+                   tolerance_text().c_str());
+      throw CLI::RuntimeError(1);
     }
     if (failed) throw CLI::RuntimeError(1);
   }
@@ -111,12 +133,22 @@ void register_compare(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "compare",
       "Compare the tensors two .safetensors files have in common (a key X.decS in one file is compared with "
-      "X[..., ::S, ::S] of the other): shape, 1-cos, mean and max abs error. Exits 1 on a shape mismatch or a "
-      "missing requested key.");
+      "X[..., ::S, ::S] of the other): shape, 1-cos, mean and max abs error. Exits 1 on a shape mismatch, a "
+      "missing requested key or a tensor beyond --max-abs / --one-minus-cos.");
   sub->add_option("a", command->path_a, "first file (e.g. sam2rt output)")->required()->check(CLI::ExistingFile);
   sub->add_option("b", command->path_b, "second file (e.g. a golden)")->required()->check(CLI::ExistingFile);
   sub->add_option("--keys", command->keys, "only these tensors (each must be present in both)");
-  sub->callback([command] { command->run(); });
+  auto* max_abs = sub->add_option("--max-abs", command->max_abs_value,
+                                   "fail (exit 1) when a tensor's max|err| exceeds this")
+                       ->check(CLI::NonNegativeNumber);
+  auto* one_minus_cos = sub->add_option("--one-minus-cos", command->one_minus_cos_value,
+                                         "fail (exit 1) when a tensor's 1-cos exceeds this")
+                             ->check(CLI::NonNegativeNumber);
+  sub->callback([command, max_abs, one_minus_cos] {
+    if (max_abs->count()) command->max_abs = command->max_abs_value;
+    if (one_minus_cos->count()) command->one_minus_cos = command->one_minus_cos_value;
+    command->run();
+  });
 }
 
 }  // namespace sam2rt::cli

@@ -8,6 +8,8 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "io/image_too_large.h"
+#include "suggestions.h"
 
 namespace {
 
@@ -56,7 +58,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive here too, with exit code 0.
     if (e.get_exit_code() == 0) return app.exit(e);
-    return report_error(std::string(e.what()) + " (see `sam2rt --help`)", kUsageError);
+    if (const auto unknown = sam2rt::cli::explain_unknown_name(app, argc, argv)) {
+      return report_error(*unknown, kUsageError);
+    }
+    const std::string help = app.get_subcommands().empty()
+                                 ? "sam2rt --help"
+                                 : "sam2rt " + app.get_subcommands().front()->get_name() + " --help";
+    return report_error(std::string(e.what()) + " (see `" + help + "`)", kUsageError);
+  } catch (const sam2rt::ImageTooLarge& e) {
+    return report_error(std::string(e.what()) + " (--max-image-pixels N)", 1);
   } catch (const sam2rt::Error& e) {
     return report_error(e.what(), 1);
   } catch (const std::bad_alloc&) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "io/checkpoint.h"
 #include "model/synthetic_weights.h"
 
 namespace sam2rt::cli {
@@ -13,15 +14,22 @@ namespace sam2rt::cli {
 void ModelOptions::add_to(CLI::App& command) {
   auto* model = command.add_option("--model", model_path,
                                    "SAM 2.1 checkpoint: the official sam2.1_hiera_*.pt or a .safetensors")
-                    ->check(CLI::ExistingFile);
+                    ->check(CLI::Validator(
+                        [](std::string& path) -> std::string {
+                          const std::string problem = CLI::ExistingFile(path);
+                          if (problem.empty()) return "";
+                          return problem + " (download links for the official checkpoints: models/README.md)";
+                        },
+                        "FILE"));
   auto* synthetic = command.add_option("--synthetic-weights", synthetic_salt,
                                        "run the architecture on deterministic generated weights with this salt "
                                        "(decimal or 0x hex) instead of a checkpoint; masks are meaningless")
                         ->type_name("SALT");
   model->excludes(synthetic);
   synthetic->excludes(model);
-  auto* variant_opt = command.add_option("--variant", variant, "built-in architecture: tiny, small, base_plus, large")
-                          ->default_val("tiny")
+  auto* variant_opt = command.add_option("--variant", variant,
+                                         "built-in architecture: tiny, small, base_plus, large (default: detected "
+                                         "from the checkpoint's tensor shapes; tiny with --synthetic-weights)")
                           ->check(CLI::IsMember({"tiny", "small", "base_plus", "large"}));
   auto* config_opt = command.add_option("--config", config_path,
                                         "official-format SAM 2.1 YAML config (instead of --variant)")
@@ -57,8 +65,17 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   if (threads > 0) omp_set_num_threads(threads);
   const ModelSource src = source();
   const auto start = std::chrono::steady_clock::now();
-  auto model = Sam2Model::load(src);
-  std::fprintf(stderr, "loaded %s in %.0f ms\n", src.describe().c_str(), milliseconds_since(start));
+  std::shared_ptr<const Sam2Model> model;
+  if (src.synthetic_salt) {
+    model = Sam2Model::load(src);
+  } else {
+    WeightMap weights = load_checkpoint(src.checkpoint_path);
+    std::string detection;
+    ModelConfig config = src.resolve_config(weights, &detection);
+    if (!detection.empty()) std::fprintf(stderr, "%s\n", detection.c_str());
+    model = std::make_shared<const Sam2Model>(std::move(config), std::move(weights));
+  }
+  std::fprintf(stderr, "loaded %s in %.0f ms\n", src.describe(model->config()).c_str(), milliseconds_since(start));
   if (src.synthetic_salt) {
     std::fprintf(stderr,
                  "note: synthetic weights are for testing and benchmarking only; their masks are meaningless\n");

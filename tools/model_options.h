@@ -17,7 +17,7 @@ namespace sam2rt::cli {
 struct ModelOptions {
   std::string model_path;
   std::string synthetic_salt;
-  std::string variant = "tiny";
+  std::string variant;  // empty: detected from the checkpoint (tiny for synthetic weights)
   std::string config_path;
   int threads = 0;
   int64_t max_image_pixels = kDefaultMaxImagePixels;
@@ -28,8 +28,9 @@ struct ModelOptions {
   // The arithmetic of the image encoder (--precision); Error when this CPU cannot
   // run it.
   Precision encoder_precision() const;
-  // Applies --threads, loads and validates the model; prints what was loaded
-  // (and a warning that synthetic weights give meaningless masks) to stderr.
+  // Applies --threads, loads and validates the model; prints what was loaded (the
+  // variant detected from the checkpoint, and a warning that synthetic weights
+  // give meaningless masks) to stderr.
   std::shared_ptr<const Sam2Model> load() const;
 };
 

@@ -51,6 +51,11 @@ void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_
   has_image_ = true;
 }
 
+void Predictor::set_features(FeatureFile file, bool force) {
+  require_features_of(file, identify_model(model_->config(), model_->weights()), force);
+  set_features(std::move(file.features), file.orig_width, file.orig_height);
+}
+
 const DecoderFeatures& Predictor::features() const {
   if (!has_image_) throw Error("no image set: call set_image or set_features before predicting");
   return outputs_.decoder;

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/feature_file.h"
 #include "api/sam2_model.h"
 #include "io/image.h"
 #include "model/features.h"
@@ -21,8 +22,12 @@ class Predictor {
 
   // Preprocesses (Pillow bilinear + normalise) and encodes the photo.
   void set_image(const RgbImage& image, const EncodeOptions& options = {});
-  // Reuses features computed earlier (e.g. read from `sam2rt encode --decoder-ready`).
+  // Reuses features this process computed with the same model (shapes are checked).
   void set_features(DecoderFeatures features, int orig_width, int orig_height);
+  // Reuses features saved by `sam2rt encode`: refuses, with one line naming both
+  // sides, a file another model, config or preprocessing made, or one without that
+  // record; `force` uses them anyway (shapes are still checked).
+  void set_features(FeatureFile file, bool force = false);
 
   bool has_image() const { return has_image_; }
   int orig_width() const { return orig_width_; }

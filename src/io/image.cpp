@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "io/image_too_large.h"
 #include "io/mapped_file.h"
 #include "io/printable_text.h"
 
@@ -44,10 +45,9 @@ void check_size(int64_t width, int64_t height, int64_t max_pixels, const std::st
   const std::string size = std::to_string(width) + "x" + std::to_string(height);
   if (width <= 0 || height <= 0) fail(origin, "the header gives an empty size " + size);
   if (width * height > max_pixels) {
-    fail(origin,
-         size + " = " + std::to_string(width * height) + " pixels exceeds the limit of " +
-             std::to_string(max_pixels) +
-             " pixels (decompression bomb?); raise the pixel limit only for trusted images");
+    throw ImageTooLarge("cannot decode image '" + origin + "': " + size + " = " + std::to_string(width * height) +
+                        " pixels exceeds the limit of " + std::to_string(max_pixels) +
+                        " pixels (decompression bomb?); raise the pixel limit only for trusted images");
   }
 }
 

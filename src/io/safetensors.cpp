@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/half.h"
+#include "io/half_narrowing.h"
 #include "io/mapped_file.h"
 #include "io/printable_text.h"
+#include "io/safetensors_narrow.h"
 
 namespace sam2rt {
 
@@ -155,21 +158,18 @@ SafetensorsFile read_safetensors(std::shared_ptr<MappedFile> file) {
   return result;
 }
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  AtomicFile out(path);
-  write_safetensors(out, tensors, metadata);
-  out.commit();
-}
+namespace {
 
-void write_safetensors(AtomicFile& out, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+void write_stored(AtomicFile& out, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
+                  StoredDtype dtype) {
+  const char* dtype_name = dtype == StoredDtype::f32 ? "F32" : dtype == StoredDtype::f16 ? "F16" : "BF16";
+  const uint64_t element_bytes = dtype == StoredDtype::f32 ? 4 : 2;
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    const uint64_t bytes = static_cast<uint64_t>(tensor.numel()) * 4;
-    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape()}, {"data_offsets", {offset, offset + bytes}}};
+    const uint64_t bytes = static_cast<uint64_t>(tensor.numel()) * element_bytes;
+    header[name] = {{"dtype", dtype_name}, {"shape", tensor.shape()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -178,9 +178,36 @@ void write_safetensors(AtomicFile& out, const NamedTensors& tensors,
 
   out.write(&header_len, 8);
   out.write(text.data(), text.size());
+  std::vector<uint16_t> narrowed;
   for (const auto& entry : tensors) {
-    out.write(entry.second.data(), static_cast<size_t>(entry.second.numel()) * 4);
+    const Tensor& t = entry.second;
+    if (dtype == StoredDtype::f32) {
+      out.write(t.data(), static_cast<size_t>(t.numel()) * 4);
+      continue;
+    }
+    narrowed.resize(static_cast<size_t>(t.numel()));
+    std::transform(t.begin(), t.end(), narrowed.begin(), dtype == StoredDtype::f16 ? float_to_f16 : float_to_bf16);
+    out.write(narrowed.data(), narrowed.size() * 2);
   }
+}
+
+}  // namespace
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_safetensors_as(path, tensors, metadata, StoredDtype::f32);
+}
+
+void write_safetensors(AtomicFile& out, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  write_stored(out, tensors, metadata, StoredDtype::f32);
+}
+
+void write_safetensors_as(const std::string& path, const NamedTensors& tensors,
+                          const std::map<std::string, std::string>& metadata, StoredDtype dtype) {
+  AtomicFile out(path);
+  write_stored(out, tensors, metadata, dtype);
+  out.commit();
 }
 
 }  // namespace sam2rt

@@ -78,7 +78,7 @@ class FileServer {
       first = ranges_.empty();
       ranges_.push_back(request.get_header_value("Range"));
     }
-    const size_t end = first ? std::min(cut_at_, stall_at_) : body_.size();
+    const size_t end = first ? std::min({cut_at_, stall_at_, body_.size()}) : body_.size();
     const bool stall = first && stall_at_ < body_.size();
     auto provide = [this, end, stall](size_t offset, httplib::DataSink& sink) {
       if (offset >= end) {

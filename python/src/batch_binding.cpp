@@ -146,8 +146,9 @@ class BatchEncoder {
     Predictor predictor(model_.model);
     predictor.set_image(image, EncodeOptions{.precision = model_.precision});
     create_parent_folder(output);
-    write_feature_file(output, predictor.encoder_outputs(), model_.model->config(), model_.description, image.width,
-                       image.height, FeatureFileOptions{.decoder_ready = true, .precision = model_.precision});
+    write_feature_file(output, predictor.encoder_outputs(),
+                       identify_model(model_.model->config(), model_.model->weights()), model_.description,
+                       image.width, image.height, FeatureFileOptions{.precision = model_.precision});
   }
 
  private:

@@ -76,15 +76,11 @@ class ImagePredictorCore {
   void set_features_file(const std::string& path) {
     py::gil_scoped_release no_gil;
     FeatureFile file = read_feature_file(path);
-    const int size = model_.model->config().image_size;
-    if (file.image_size != size) {
-      throw Error("features '" + path + "' were encoded at image_size " + std::to_string(file.image_size) +
-                  " but this model uses " + std::to_string(size) + "; encode with the same config");
-    }
     auto states = std::make_shared<std::vector<ImageState>>();
     ImageState state{Predictor(model_.model, fill_), EncoderOutputs{}, file.orig_width, file.orig_height};
     state.outputs.decoder = file.features;
-    state.predictor.set_features(std::move(file.features), file.orig_width, file.orig_height);
+    // Refused (naming both sides) when another model made them.
+    state.predictor.set_features(std::move(file));
     states->push_back(std::move(state));
     replace(std::move(states));
   }
@@ -98,10 +94,9 @@ class ImagePredictorCore {
     py::gil_scoped_release no_gil;
     const ImageState& state = states->front();
     FeatureFileOptions options;
-    options.decoder_ready = true;
     options.precision = precision_;
-    write_feature_file(path, state.outputs, model_.model->config(), model_.weights_description, state.width,
-                       state.height, options);
+    write_feature_file(path, state.outputs, identify_model(model_.model->config(), model_.model->weights()),
+                       model_.weights_description, state.width, state.height, options);
   }
 
   void reset() { replace(std::make_shared<std::vector<ImageState>>()); }

@@ -135,8 +135,10 @@ int sam2rt_predictor_save_features(const sam2rt_predictor* predictor, const char
         if (!path) throw sam2rt::Error("path is NULL");
         const sam2rt::Predictor& p = with_image(predictor);
         // After set_features the outputs hold only the decoder-ready tensors, which is what gets written.
-        sam2rt::write_feature_file(path, p.encoder_outputs(), p.model().config(), predictor->model_description,
-                                   p.orig_width(), p.orig_height(), sam2rt::FeatureFileOptions{.decoder_ready = true});
+        sam2rt::write_feature_file(path, p.encoder_outputs(),
+                                   sam2rt::identify_model(p.model().config(), p.model().weights()),
+                                   predictor->model_description, p.orig_width(), p.orig_height(),
+                                   sam2rt::FeatureFileOptions{});
         return 0;
       },
       1);
@@ -146,13 +148,8 @@ int sam2rt_predictor_set_features_file(sam2rt_predictor* predictor, const char* 
   return guarded(
       [&] {
         if (!predictor || !path) throw sam2rt::Error("predictor or path is NULL");
-        sam2rt::FeatureFile file = sam2rt::read_feature_file(path);
-        const int image_size = predictor->predictor.model().config().image_size;
-        if (file.image_size != image_size) {
-          throw sam2rt::Error("features '" + std::string(path) + "' were encoded at image_size " +
-                              std::to_string(file.image_size) + " but the model uses " + std::to_string(image_size));
-        }
-        predictor->predictor.set_features(std::move(file.features), file.orig_width, file.orig_height);
+        // Refused (naming both sides) when another model made them; the predictor then keeps its image.
+        predictor->predictor.set_features(sam2rt::read_feature_file(path));
         return 0;
       },
       1);

@@ -121,10 +121,14 @@ class SAM2ImagePredictor:
         self._core.set_images([image_array(image) for image in image_list])
         self._is_batch = True
 
-    def set_features(self, path):
-        """Uses features saved by save_features() or `sam2rt encode --decoder-ready` instead of encoding."""
+    def set_features(self, path, force=False):
+        """Uses features saved by save_features() or `sam2rt encode` instead of encoding.
+
+        Features made by another model (config or weights), or files that do not record their
+        model, raise RuntimeError naming both sides; force=True uses them anyway (like the CLI's
+        --force-features)."""
         self.reset_predictor()
-        self._core.set_features_file(os.fspath(path))
+        self._core.set_features_file(os.fspath(path), bool(force))
 
     def save_features(self, path):
         """Writes the current image's features (the format of `sam2rt encode --decoder-ready`)."""

@@ -73,14 +73,14 @@ class ImagePredictorCore {
     replace(std::move(states));
   }
 
-  void set_features_file(const std::string& path) {
+  void set_features_file(const std::string& path, bool force) {
     py::gil_scoped_release no_gil;
     FeatureFile file = read_feature_file(path);
     auto states = std::make_shared<std::vector<ImageState>>();
     ImageState state{Predictor(model_.model, fill_), EncoderOutputs{}, file.orig_width, file.orig_height};
     state.outputs.decoder = file.features;
     // Refused (naming both sides) when another model made them.
-    state.predictor.set_features(std::move(file));
+    state.predictor.set_features(std::move(file), force);
     states->push_back(std::move(state));
     replace(std::move(states));
   }
@@ -228,7 +228,7 @@ void bind_predictor(py::module_& module) {
            py::arg("model"), py::arg("mask_threshold"), py::arg("max_hole_area"), py::arg("max_sprinkle_area"),
            py::arg("preprocess"), py::arg("precision"))
       .def("set_images", &ImagePredictorCore::set_images, py::arg("images"))
-      .def("set_features_file", &ImagePredictorCore::set_features_file, py::arg("path"))
+      .def("set_features_file", &ImagePredictorCore::set_features_file, py::arg("path"), py::arg("force"))
       .def("save_features_file", &ImagePredictorCore::save_features_file, py::arg("path"))
       .def("reset", &ImagePredictorCore::reset)
       .def("image_count", &ImagePredictorCore::image_count)

@@ -145,11 +145,14 @@ def test_bad_files(tmp_path, micro_model):
     assert not predictor._is_image_set
 
 
-def test_features_of_another_model_are_refused(micro_model, micro_features_file, tmp_path):
-    tensors, metadata = goldens.read_safetensors(micro_features_file)
-    goldens.write_safetensors(tmp_path / "f.safetensors", tensors, dict(metadata, image_size="1024"))
-    with pytest.raises(RuntimeError, match="image_size"):
-        sam2rt.SAM2ImagePredictor(micro_model).set_features(tmp_path / "f.safetensors")
+def test_features_of_another_model_are_refused(micro_predictor, micro_features_file, tmp_path):
+    micro_predictor.save_features(tmp_path / "f.safetensors")
+    other_weights = sam2rt.build_sam2(str(goldens.MICRO_CONFIG), synthetic_weights=1)
+    with pytest.raises(RuntimeError, match="weights"):
+        sam2rt.SAM2ImagePredictor(other_weights).set_features(tmp_path / "f.safetensors")
+    # A file without the record of its model (the golden features) needs force=True.
+    with pytest.raises(RuntimeError, match="encode the image again"):
+        sam2rt.SAM2ImagePredictor(other_weights).set_features(micro_features_file)
 
 
 def test_from_pretrained_reads_only_the_local_cache(tmp_path, monkeypatch):

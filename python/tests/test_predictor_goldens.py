@@ -47,7 +47,7 @@ def test_every_golden_run_from_the_photo(micro_predictor, micro_case):
 def test_every_golden_run_from_golden_features(micro_model, micro_case, micro_features_file):
     golden, prompts = micro_case
     predictor = sam2rt.SAM2ImagePredictor(micro_model)
-    predictor.set_features(micro_features_file)
+    predictor.set_features(micro_features_file, force=True)  # the reference's own features, no sam2rt record
     assert predictor._orig_hw == [(112, 288)]
     assert max_error(predictor.get_image_embedding(), golden["image_embed"]) == 0.0
     for prompt, run in golden_runs(prompts):
@@ -166,7 +166,7 @@ def test_save_and_set_features_round_trip(micro_model, micro_predictor, tmp_path
     path = tmp_path / "micro.safetensors"
     micro_predictor.save_features(path)
     tensors, metadata = goldens.read_safetensors(path)
-    assert metadata["format"] == "sam2rt.features.v1"
+    assert metadata["format"] == "sam2rt.features.v2"
     assert (metadata["orig_width"], metadata["orig_height"], metadata["image_size"]) == ("288", "112", "256")
     assert {"image_embed", "feat_s0", "feat_s1"} <= set(tensors)
     restored = sam2rt.SAM2ImagePredictor(micro_model)

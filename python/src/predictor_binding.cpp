@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -136,16 +137,32 @@ class ImagePredictorCore {
     {
       py::gil_scoped_release no_gil;
       apply_compute_threads();
-      std::vector<MaskPrediction> predictions;
-      if (prompts.size() == 1) {
-        predictions.push_back(state.predictor.predict(prompts.front(), multimask));
-      } else {
-        predictions = state.predictor.predict_batch(prompts, multimask);
-      }
-      stack_predictions(predictions, return_logits, mask_out, iou_out, low_res_out);
+      run_prediction(state, prompts, multimask, return_logits, mask_out, iou_out, low_res_out);
     }
     return py::make_tuple(to_numpy(std::move(mask_out)), to_numpy(std::move(iou_out)),
                           to_numpy(std::move(low_res_out)));
+  }
+
+  // Wall milliseconds of the C++ side of predict(points [B, N, 2], labels [B, N],
+  // multimask) on the first image, without argument conversion or the numpy
+  // wrapping: what bench/python_speed.py subtracts to get the binding's overhead.
+  std::vector<double> time_predict(const py::array& points, const py::array& labels, int runs, int warmup) const {
+    const auto states = snapshot();
+    if (states->empty()) throw std::runtime_error("An image must be set with .set_image(...) before timing predict.");
+    const ImageState& state = states->front();
+    const std::vector<Prompt> prompts =
+        prompts_from_arrays(points, labels, std::nullopt, std::nullopt, model_.model->config().low_res_mask_size());
+    std::vector<double> samples;
+    py::gil_scoped_release no_gil;
+    apply_compute_threads();
+    for (int i = 0; i < warmup + runs; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      Tensor masks, iou, low_res;
+      run_prediction(state, prompts, true, false, masks, iou, low_res);
+      const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+      if (i >= warmup) samples.push_back(elapsed.count());
+    }
+    return samples;
   }
 
   // image_embed, feat_s0, feat_s1 of every image, each [B, C, h, w]; read-only
@@ -186,6 +203,17 @@ class ImagePredictorCore {
     float* dst = out.data();
     for (const Tensor& part : parts) dst = std::copy(part.begin(), part.end(), dst);
     return out;
+  }
+
+  void run_prediction(const ImageState& state, const std::vector<Prompt>& prompts, bool multimask,
+                      bool return_logits, Tensor& masks, Tensor& iou, Tensor& low_res) const {
+    std::vector<MaskPrediction> predictions;
+    if (prompts.size() == 1) {
+      predictions.push_back(state.predictor.predict(prompts.front(), multimask));
+    } else {
+      predictions = state.predictor.predict_batch(prompts, multimask);
+    }
+    stack_predictions(predictions, return_logits, masks, iou, low_res);
   }
 
   void stack_predictions(std::vector<MaskPrediction>& predictions, bool return_logits, Tensor& masks, Tensor& iou,
@@ -235,7 +263,9 @@ void bind_predictor(py::module_& module) {
       .def("orig_hw", &ImagePredictorCore::orig_hw)
       .def("predict", &ImagePredictorCore::predict, py::arg("image_index"), py::arg("points"), py::arg("labels"),
            py::arg("boxes"), py::arg("masks"), py::arg("multimask"), py::arg("return_logits"))
-      .def("features", &ImagePredictorCore::features);
+      .def("features", &ImagePredictorCore::features)
+      .def("time_predict", &ImagePredictorCore::time_predict, py::arg("points"), py::arg("labels"), py::arg("runs"),
+           py::arg("warmup"));
 }
 
 }  // namespace sam2rt::python

@@ -1,12 +1,9 @@
 #pragma once
 
-#include <memory>
 #include <vector>
 
-#include "core/tensor.h"
+#include "backends/backend.h"
 #include "core/weights.h"
-#include "kernels/buffer_pool.h"
-#include "kernels/matmul.h"
 #include "model/config.h"
 
 namespace sam2rt {
@@ -17,17 +14,18 @@ namespace sam2rt {
 // down). No output convs. Runs in float32.
 class FpnNeck {
  public:
-  // Activations come from `pool`.
-  FpnNeck(const NeckConfig& config, const WeightMap& weights, std::shared_ptr<BufferPool> pool);
+  // Makes the lateral convs resident on `backend`, which runs every op and
+  // must outlive the neck.
+  FpnNeck(const NeckConfig& config, const WeightMap& weights, Backend& backend);
 
   // Trunk stage outputs, token-major, highest resolution first -> the FPN levels
   // (before scalp), token-major [H_i, W_i, d_model], highest resolution first.
-  std::vector<Tensor> forward(const std::vector<Tensor>& stages) const;
+  std::vector<DeviceTensor> forward(const std::vector<DeviceTensor>& stages) const;
 
  private:
-  std::vector<PackedLinear> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
+  std::vector<LinearHandle> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution
   std::vector<int> top_down_levels_;
-  std::shared_ptr<BufferPool> pool_;
+  Backend& backend_;
 };
 
 }  // namespace sam2rt

@@ -1,11 +1,11 @@
 #include "model/image_encoder.h"
 
+#include <chrono>
 #include <mutex>
 #include <string>
 
+#include "backends/cpu_backend.h"
 #include "core/error.h"
-#include "kernels/elementwise.h"
-#include "kernels/layout.h"
 #include "kernels/stage_profile.h"
 #include "model/position_encoding.h"
 #include "model/weight_manifest.h"
@@ -24,13 +24,18 @@ const ModelConfig& checked(const ModelConfig& config, const WeightMap& weights) 
 }
 
 // A 1x1 conv as a Linear layer over the channels of a token-major map.
-PackedLinear read_conv1x1(const WeightMap& weights, const std::string& prefix) {
+LinearHandle read_conv1x1(Backend& backend, const WeightMap& weights, const std::string& prefix) {
   const Tensor& weight = weights.at(prefix + ".weight");
   if (weight.rank() != 4 || weight.dim(2) != 1 || weight.dim(3) != 1) {
     throw Error("image encoder: '" + prefix + ".weight' " + shape_to_string(weight.shape()) + " is not a 1x1 kernel");
   }
-  return PackedLinear(weight.reshaped({weight.dim(0), weight.dim(1)}), weights.at(prefix + ".bias"),
-                      Precision::fp32);
+  return backend.linear(weight.reshaped({weight.dim(0), weight.dim(1)}), weights.at(prefix + ".bias"),
+                        Precision::fp32);
+}
+
+std::shared_ptr<Backend> checked_backend(std::shared_ptr<Backend> backend) {
+  if (backend == nullptr) throw Error("image encoder: no backend");
+  return backend;
 }
 
 }  // namespace
@@ -40,23 +45,91 @@ struct ImageEncoder::Bf16Trunk {
   std::unique_ptr<HieraTrunk> trunk;
 };
 
+// What forward() leaves on the backend, all NCHW.
+struct ImageEncoder::DeviceOutputs {
+  DeviceTensor patch_embed_pos;
+  std::vector<DeviceTensor> trunk_stages, neck_levels;
+  DeviceTensor image_embed, feat_s1, feat_s0;
+};
+
+// A device backend's recorded encodes, with and without the trunk outputs:
+// each program reads `input` and writes `outputs`.
+struct ImageEncoder::Programs {
+  struct Recorded {
+    DeviceTensor input;
+    DeviceOutputs outputs;
+    std::shared_ptr<Program> program;
+  };
+  std::mutex mutex;
+  Recorded recorded[2];
+};
+
 ImageEncoder::ImageEncoder(const ModelConfig& config, const WeightMap& weights)
+    : ImageEncoder(config, weights, std::make_shared<CpuBackend>()) {}
+
+ImageEncoder::ImageEncoder(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend)
     : config_(checked(config, weights)),
       weights_(weights),
-      pool_(std::make_shared<BufferPool>()),
-      trunk_(config, weights, Precision::fp32, pool_),
+      backend_(checked_backend(std::move(backend))),
+      trunk_(config, weights, Precision::fp32, *backend_),
       bf16_trunk_(std::make_shared<Bf16Trunk>()),
-      neck_(config.neck, weights, pool_),
-      conv_s0_(read_conv1x1(weights, "sam_mask_decoder.conv_s0")),
-      conv_s1_(read_conv1x1(weights, "sam_mask_decoder.conv_s1")),
-      no_mem_embed_(weights.at("no_mem_embed").reshaped({config.embed_dim()})) {}
+      neck_(config.neck, weights, *backend_),
+      conv_s0_(read_conv1x1(*backend_, weights, "sam_mask_decoder.conv_s0")),
+      conv_s1_(read_conv1x1(*backend_, weights, "sam_mask_decoder.conv_s1")),
+      no_mem_embed_(backend_->constant(weights.at("no_mem_embed").reshaped({config.embed_dim()}))),
+      programs_(std::make_shared<Programs>()) {}
 
 const HieraTrunk& ImageEncoder::trunk(Precision precision) const {
   if (precision == Precision::fp32) return trunk_;
+  if (backend_->records()) {
+    throw Error("image encoder: --precision bf16 runs on the CPU only (" + backend_->description() +
+                " computes in fp32)");
+  }
   std::call_once(bf16_trunk_->built, [this] {
-    bf16_trunk_->trunk = std::make_unique<HieraTrunk>(config_, weights_, Precision::bf16, pool_);
+    bf16_trunk_->trunk = std::make_unique<HieraTrunk>(config_, weights_, Precision::bf16, *backend_);
   });
   return *bf16_trunk_->trunk;
+}
+
+ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, const HieraTrunk& trunk,
+                                                  bool trunk_outputs) const {
+  Backend& backend = *backend_;
+  auto to_nchw = [&backend](const DeviceTensor& hwc) {
+    ScopedStage stage("to NCHW");
+    DeviceTensor nchw = backend.tensor({1, hwc.dim(2), hwc.dim(0), hwc.dim(1)});
+    backend.hwc_to_nchw(hwc, nchw);
+    return nchw;
+  };
+
+  DeviceOutputs out;
+  DeviceTensor embedded;
+  {
+    ScopedStage stage("patch embed");
+    embedded = trunk.embed(image);
+  }
+  if (trunk_outputs) out.patch_embed_pos = to_nchw(embedded);
+  const std::vector<DeviceTensor> stages = trunk.forward_blocks(std::move(embedded));
+  if (trunk_outputs) {
+    for (const DeviceTensor& stage : stages) out.trunk_stages.push_back(to_nchw(stage));
+  }
+
+  std::vector<DeviceTensor> levels = neck_.forward(stages);
+  levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
+  for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
+
+  ScopedStage stage("decoder features");
+  DeviceTensor image_embed = backend.tensor(levels[2].shape());
+  backend.copy(levels[2], image_embed);
+  backend.add_channel_vector(image_embed, no_mem_embed_);
+  out.image_embed = to_nchw(image_embed);
+  auto project = [&](const LinearHandle& conv, const DeviceTensor& level) {
+    DeviceTensor hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
+    backend.linear_forward(conv, level, level.dim(0) * level.dim(1), hwc, Epilogue::none);
+    return to_nchw(hwc);
+  };
+  out.feat_s1 = project(conv_s1_, levels[1]);
+  out.feat_s0 = project(conv_s0_, levels[0]);
+  return out;
 }
 
 EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& options) const {
@@ -67,48 +140,67 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
                 "image_size first)");
   }
   const HieraTrunk& trunk = this->trunk(options.precision);
-  BufferPool& pool = *pool_;
-  auto to_nchw = [&pool](const Tensor& hwc) {
-    ScopedStage stage("to NCHW");
-    Tensor nchw = pool.tensor({1, hwc.dim(2), hwc.dim(0), hwc.dim(1)});
-    hwc_to_nchw_into(hwc, nchw);
-    return nchw;
-  };
-
   EncoderOutputs out;
-  Tensor embedded;
-  {
-    ScopedStage stage("patch embed");
-    embedded = trunk.embed(image);
+  if (backend_->records()) {
+    out = replay(image, options.trunk_outputs);
+  } else {
+    const int64_t ops_before = backend_->ops_called();
+    out = download(forward(backend_->input(image), trunk, options.trunk_outputs));
+    out.ops.ops = backend_->ops_called() - ops_before;
   }
-  if (options.trunk_outputs) out.patch_embed_pos = to_nchw(embedded);
-  const std::vector<Tensor> stages = trunk.forward_blocks(std::move(embedded));
-  if (options.trunk_outputs) {
-    for (const Tensor& stage : stages) out.trunk_stages.push_back(to_nchw(stage));
-  }
-
-  std::vector<Tensor> levels = neck_.forward(stages);
-  levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
-  for (const Tensor& level : levels) {
-    out.neck_levels.push_back(to_nchw(level));
-    if (options.position_encodings) {
-      out.neck_pos.push_back(sine_position_encoding(config_.neck.pos_num_pos_feats, level.dim(0), level.dim(1),
+  if (options.position_encodings) {
+    for (const Tensor& level : out.neck_levels) {
+      out.neck_pos.push_back(sine_position_encoding(config_.neck.pos_num_pos_feats, level.dim(2), level.dim(3),
                                                     config_.neck.pos_temperature, config_.neck.pos_normalize));
     }
   }
+  return out;
+}
 
-  ScopedStage stage("decoder features");
-  Tensor image_embed = pool.tensor(levels[2].shape());
-  std::copy(levels[2].begin(), levels[2].end(), image_embed.begin());
-  add_channel_vector_inplace(image_embed, no_mem_embed_);
-  out.decoder.image_embed = to_nchw(image_embed);
-  auto project = [&](const PackedLinear& conv, const Tensor& level) {
-    Tensor hwc = pool.tensor({level.dim(0), level.dim(1), conv.out_features()});
-    conv.forward(level.data(), level.dim(0) * level.dim(1), hwc.data());
-    return to_nchw(hwc);
+EncoderOutputs ImageEncoder::replay(const Tensor& image, bool trunk_outputs) const {
+  Backend& backend = *backend_;
+  std::lock_guard lock(programs_->mutex);
+  Programs::Recorded& recorded = programs_->recorded[trunk_outputs ? 1 : 0];
+  if (recorded.program == nullptr) {
+    ScopedStage stage("record");
+    backend.begin_program();
+    recorded.input = backend.tensor(image.shape());
+    recorded.outputs = forward(recorded.input, trunk_, trunk_outputs);
+    recorded.program = backend.end_program();
+  }
+  using Clock = std::chrono::steady_clock;
+  auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
   };
-  out.decoder.feat_s1 = project(conv_s1_, levels[1]);
-  out.decoder.feat_s0 = project(conv_s0_, levels[0]);
+  const Clock::time_point start = Clock::now();
+  {
+    ScopedStage stage("upload");
+    backend.write(recorded.input, image);
+  }
+  const Clock::time_point uploaded = Clock::now();
+  {
+    ScopedStage stage("encode on device");
+    backend.run(*recorded.program);
+  }
+  const Clock::time_point ran = Clock::now();
+  ScopedStage stage("download");
+  EncoderOutputs out = download(recorded.outputs);
+  out.ops = recorded.program->stats();
+  out.upload_ms = ms_between(start, uploaded);
+  out.device_ms = ms_between(uploaded, ran);
+  out.download_ms = ms_between(ran, Clock::now());
+  return out;
+}
+
+EncoderOutputs ImageEncoder::download(const DeviceOutputs& device) const {
+  Backend& backend = *backend_;
+  EncoderOutputs out;
+  if (!device.patch_embed_pos.empty()) out.patch_embed_pos = backend.download(device.patch_embed_pos);
+  for (const DeviceTensor& stage : device.trunk_stages) out.trunk_stages.push_back(backend.download(stage));
+  for (const DeviceTensor& level : device.neck_levels) out.neck_levels.push_back(backend.download(level));
+  out.decoder.image_embed = backend.download(device.image_embed);
+  out.decoder.feat_s1 = backend.download(device.feat_s1);
+  out.decoder.feat_s0 = backend.download(device.feat_s0);
   return out;
 }
 

@@ -3,9 +3,9 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
 #include "core/weights.h"
-#include "kernels/buffer_pool.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/features.h"
@@ -21,6 +21,13 @@ struct EncoderOutputs {
   std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
   std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
   DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
+  // The backend ops one such encode runs (on a device backend: its recorded
+  // program's; on the CPU: counted during this call, exact when no other
+  // encode on the same encoder overlaps it).
+  ProgramStats ops;
+  // Device backends: milliseconds of this encode's image upload, program run and
+  // output download (zero on the CPU).
+  double upload_ms = 0.0, device_ms = 0.0, download_ms = 0.0;
 };
 
 struct EncodeOptions {
@@ -41,25 +48,39 @@ class ImageEncoder {
   // key) and keeps shared handles to the ones it needs: cheap, nothing is
   // copied. GEMM primitives are made on first use (the bf16 weights converted
   // on the first bf16 encode), so the first encode is slower than the rest.
+  // On the CPU backend.
   ImageEncoder(const ModelConfig& config, const WeightMap& weights);
+  // On `backend`: a device backend gets the weights uploaded here, records the
+  // encode on its first call (per set of outputs asked for) and replays it after.
+  ImageEncoder(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend);
 
-  // image: preprocessed [1, 3, S, S] with S = config.image_size. Thread-safe.
-  // Scratch memory is recycled between calls, so repeated encodes allocate
-  // nothing new; the outputs are the caller's to keep.
+  // image: preprocessed [1, 3, S, S] with S = config.image_size. Thread-safe
+  // (a device backend runs one encode at a time). Scratch memory is recycled
+  // between calls, so repeated encodes allocate nothing new; the outputs are
+  // the caller's to keep. bf16 precision: CPU only.
   EncoderOutputs encode(const Tensor& image, const EncodeOptions& options = {}) const;
+
+  const Backend& backend() const { return *backend_; }
 
  private:
   struct Bf16Trunk;
+  struct DeviceOutputs;
+  struct Programs;
   const HieraTrunk& trunk(Precision precision) const;
+  // The whole encode as backend ops on `image`.
+  DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs) const;
+  EncoderOutputs replay(const Tensor& image, bool trunk_outputs) const;
+  EncoderOutputs download(const DeviceOutputs& device) const;
 
   ModelConfig config_;
   WeightMap weights_;  // shared handles, for building the bf16 trunk when first asked
-  std::shared_ptr<BufferPool> pool_;
+  std::shared_ptr<Backend> backend_;  // declared first: destroyed after everything resident on it
   HieraTrunk trunk_;
   std::shared_ptr<Bf16Trunk> bf16_trunk_;
   FpnNeck neck_;
-  PackedLinear conv_s0_, conv_s1_;
-  Tensor no_mem_embed_;  // [d_model]
+  LinearHandle conv_s0_, conv_s1_;
+  DeviceTensor no_mem_embed_;  // [d_model]
+  std::shared_ptr<Programs> programs_;  // device backends: the recorded encodes
 };
 
 }  // namespace sam2rt

@@ -1,0 +1,106 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backends/device_tensor.h"
+#include "backends/row_source.h"
+#include "core/tensor.h"
+#include "kernels/matmul.h"
+
+namespace sam2rt {
+
+// A Linear layer made resident by a backend (weights packed or uploaded once).
+struct LinearHandle {
+  std::shared_ptr<const void> impl;  // the backend's own
+  int64_t in_features = 0, out_features = 0;
+  Precision precision = Precision::fp32;
+};
+
+// Operands of attention(): as kernels/attention.h's AttentionArgs, with q, k, v
+// and out as element offsets (and row strides, in elements) into tensors.
+struct AttentionOperands {
+  int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
+  DeviceTensor q, k, v, out;
+  int64_t q_offset = 0, k_offset = 0, v_offset = 0;
+  int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
+  float scale = 1.0f;
+  bool bf16_products = false;
+};
+
+// What one recorded program holds (bench reports it).
+struct ProgramStats {
+  int64_t ops = 0;            // backend ops it was built from
+  int64_t ops_on_device = 0;  // of them, those the device runs (all, on a device backend)
+  int64_t dispatches = 0;
+};
+
+// A recorded sequence of ops a device backend replays (docs/BACKENDS.md).
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual ProgramStats stats() const = 0;
+};
+
+// The boundary between the model and where its ops run (docs/BACKENDS.md): one
+// entry per op of the image encoder, at the granularity of our fused kernels.
+// The CPU backend runs each op when called, with exactly the kernel and the
+// arguments the model used before (its bits do not change). A device backend
+// records them (records() is true): the model runs once between
+// begin_program() and end_program() and the program is replayed per image, with
+// a new input written into the same tensor. Shape errors throw Error.
+// A backend is used from one thread at a time.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu", or "vulkan: <device name>".
+  virtual std::string description() const = 0;
+  virtual bool records() const = 0;
+  // Ops called (run or recorded) since the backend was made.
+  virtual int64_t ops_called() const = 0;
+
+  // Constants: made resident once (model load), kept while a handle lives.
+  virtual DeviceTensor constant(const Tensor& value) = 0;
+  virtual DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) = 0;
+  virtual LinearHandle linear(const Tensor& weight, const Tensor& bias, Precision precision) = 0;
+
+  // Activations. Contents of a new tensor are undefined.
+  virtual DeviceTensor tensor(Shape shape, ElementType type = ElementType::f32) = 0;
+  // A tensor holding `value` (the CPU shares its memory).
+  virtual DeviceTensor input(const Tensor& value) = 0;
+  // x <- value, before a program that reads x is run.
+  virtual void write(const DeviceTensor& x, const Tensor& value) = 0;
+  // A host copy of x (the CPU shares its memory), after what writes it has run.
+  virtual Tensor download(const DeviceTensor& x) = 0;
+
+  // The ops, each as the CPU kernel of the same name.
+  // conv2d_to_hwc: image [1, Cin, H, W], weight [Cout, Cin, k, k], bias [Cout].
+  virtual DeviceTensor conv2d_to_hwc(const DeviceTensor& image, const DeviceTensor& weight, const DeviceTensor& bias,
+                                     int64_t stride, int64_t padding) = 0;
+  // x [h, w, C] += rows (a constant_rows of the same shape).
+  virtual void add_rows(DeviceTensor& x, const DeviceTensor& rows) = 0;
+  // layer_norm_rows over the last dimension; y is f32 or bf16.
+  virtual void layer_norm_rows(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias, float eps,
+                               DeviceTensor& y) = 0;
+  // y (bf16) <- x (f32).
+  virtual void convert(const DeviceTensor& x, DeviceTensor& y) = 0;
+  // PackedLinear::forward on `rows` dense rows; x and y f32 or bf16.
+  virtual void linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
+                              Epilogue epilogue) = 0;
+  virtual void windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
+                                  int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) = 0;
+  virtual void attention(const AttentionOperands& operands) = 0;
+  virtual void max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) = 0;
+  virtual void add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) = 0;
+  virtual void add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) = 0;
+  virtual void copy(const DeviceTensor& x, DeviceTensor& y) = 0;
+  virtual void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) = 0;
+
+  // Recording (device backends only; Error on the CPU).
+  virtual void begin_program() = 0;
+  virtual std::shared_ptr<Program> end_program() = 0;
+  virtual void run(Program& program) = 0;
+};
+
+}  // namespace sam2rt

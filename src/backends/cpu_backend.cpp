@@ -1,0 +1,230 @@
+#include "backends/cpu_backend.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/bf16.h"
+#include "kernels/conv2d.h"
+#include "kernels/elementwise.h"
+#include "kernels/interpolate.h"
+#include "kernels/layout.h"
+#include "kernels/norm.h"
+#include "kernels/window.h"
+#include "kernels/window_attention.h"
+
+namespace sam2rt {
+
+namespace {
+
+// What a CPU DeviceTensor holds: float32 memory, bfloat16 memory, or (for a
+// constant_rows) the table's source.
+struct CpuStorage {
+  Tensor f32;
+  std::shared_ptr<void> bf16;
+  std::shared_ptr<const RowSource> rows;
+};
+
+DeviceTensor wrap(Tensor value) {
+  Shape shape = value.shape();
+  auto storage = std::make_shared<CpuStorage>();
+  storage->f32 = std::move(value);
+  return DeviceTensor(std::move(shape), ElementType::f32, std::move(storage));
+}
+
+// DeviceTensor handles are shallow, like Tensor ones: a const handle may name
+// memory an op writes.
+CpuStorage& storage_of(const DeviceTensor& x) {
+  if (x.empty()) throw Error("cpu backend: empty tensor");
+  return *static_cast<CpuStorage*>(x.storage().get());
+}
+
+Tensor f32(const DeviceTensor& x) {
+  const CpuStorage& storage = storage_of(x);
+  if (x.type() != ElementType::f32 || storage.f32.empty()) {
+    throw Error("cpu backend: expected a float32 tensor, got " + shape_to_string(x.shape()));
+  }
+  return storage.f32.reshaped(x.shape());
+}
+
+uint16_t* bf16(const DeviceTensor& x) {
+  const CpuStorage& storage = storage_of(x);
+  if (x.type() != ElementType::bf16 || storage.bf16 == nullptr) {
+    throw Error("cpu backend: expected a bfloat16 tensor, got " + shape_to_string(x.shape()));
+  }
+  return static_cast<uint16_t*>(storage.bf16.get());
+}
+
+float* f32_data(const DeviceTensor& x) {
+  f32(x);  // checks the type
+  return storage_of(x).f32.data();
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend() : pool_(std::make_shared<BufferPool>()) {}
+
+DeviceTensor CpuBackend::constant(const Tensor& value) { return wrap(value); }
+
+DeviceTensor CpuBackend::constant_rows(std::shared_ptr<const RowSource> rows) {
+  Shape shape = rows->shape();
+  auto storage = std::make_shared<CpuStorage>();
+  storage->rows = std::move(rows);
+  return DeviceTensor(std::move(shape), ElementType::f32, std::move(storage));
+}
+
+LinearHandle CpuBackend::linear(const Tensor& weight, const Tensor& bias, Precision precision) {
+  auto packed = std::make_shared<const PackedLinear>(weight, bias, precision);
+  return {packed, packed->in_features(), packed->out_features(), precision};
+}
+
+DeviceTensor CpuBackend::tensor(Shape shape, ElementType type) {
+  if (type == ElementType::f32) return wrap(pool_->tensor(std::move(shape)));
+  auto storage = std::make_shared<CpuStorage>();
+  storage->bf16 = pool_->bytes(static_cast<size_t>(shape_numel(shape)) * sizeof(uint16_t));
+  return DeviceTensor(std::move(shape), type, std::move(storage));
+}
+
+DeviceTensor CpuBackend::input(const Tensor& value) { return wrap(value); }
+
+void CpuBackend::write(const DeviceTensor& x, const Tensor& value) {
+  Tensor target = f32(x);
+  if (value.shape() != target.shape()) {
+    throw Error("cpu backend: cannot write " + shape_to_string(value.shape()) + " into " +
+                shape_to_string(target.shape()));
+  }
+  std::copy(value.begin(), value.end(), target.begin());
+}
+
+Tensor CpuBackend::download(const DeviceTensor& x) { return f32(x); }
+
+DeviceTensor CpuBackend::conv2d_to_hwc(const DeviceTensor& image, const DeviceTensor& weight,
+                                       const DeviceTensor& bias, int64_t stride, int64_t padding) {
+  ++ops_;
+  return wrap(sam2rt::conv2d_to_hwc(f32(image), f32(weight), f32(bias), stride, padding, pool_.get()));
+}
+
+void CpuBackend::add_rows(DeviceTensor& x, const DeviceTensor& rows) {
+  ++ops_;
+  const RowSource* source = storage_of(rows).rows.get();
+  if (source == nullptr) throw Error("cpu backend: add_rows needs a constant_rows table");
+  if (x.shape() != source->shape()) {
+    throw Error("cpu backend: add_rows: map " + shape_to_string(x.shape()) + " is not " +
+                shape_to_string(source->shape()));
+  }
+  float* data = f32_data(x);
+  const int64_t height = x.dim(0), row_size = x.dim(1) * x.dim(2);
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(row_size));
+#pragma omp for schedule(static)
+    for (int64_t y = 0; y < height; ++y) {
+      source->row(y, row.data());
+      float* dst = data + y * row_size;
+      for (int64_t i = 0; i < row_size; ++i) dst[i] += row[static_cast<size_t>(i)];
+    }
+  }
+}
+
+void CpuBackend::layer_norm_rows(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                 float eps, DeviceTensor& y) {
+  ++ops_;
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  if (y.numel() != x.numel()) throw Error("cpu backend: layer_norm_rows output size does not match its input");
+  if (y.type() == ElementType::bf16) {
+    sam2rt::layer_norm_rows(f32_data(x), c, rows, c, f32_data(weight), f32_data(bias), eps, bf16(y), c);
+  } else {
+    sam2rt::layer_norm_rows(f32_data(x), c, rows, c, f32_data(weight), f32_data(bias), eps, f32_data(y), c);
+  }
+}
+
+void CpuBackend::convert(const DeviceTensor& x, DeviceTensor& y) {
+  ++ops_;
+  if (y.numel() != x.numel()) throw Error("cpu backend: convert output size does not match its input");
+  convert_to_bf16(f32(x).data(), bf16(y), x.numel());
+}
+
+void CpuBackend::linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
+                                Epilogue epilogue) {
+  ++ops_;
+  const auto& packed = *static_cast<const PackedLinear*>(layer.impl.get());
+  if (x.numel() < rows * layer.in_features || y.numel() < rows * layer.out_features) {
+    throw Error("cpu backend: linear operands hold fewer than " + std::to_string(rows) + " rows");
+  }
+  if (x.type() == ElementType::f32) {
+    packed.forward(f32_data(x), rows, f32_data(y), epilogue);
+  } else if (y.type() == ElementType::f32) {
+    packed.forward(bf16(x), rows, f32_data(y), epilogue);
+  } else {
+    packed.forward(bf16(x), rows, bf16(y), epilogue);
+  }
+}
+
+void CpuBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
+                                    int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) {
+  ++ops_;
+  Tensor result = f32(out);
+  sam2rt::windowed_attention(f32(qkv), window, f32_data(pad_token), heads, q_pool, result, bf16_products);
+}
+
+void CpuBackend::attention(const AttentionOperands& operands) {
+  ++ops_;
+  AttentionArgs args;
+  args.nq = operands.nq;
+  args.nk = operands.nk;
+  args.heads = operands.heads;
+  args.head_dim = operands.head_dim;
+  args.q = f32_data(operands.q) + operands.q_offset;
+  args.ldq = operands.ldq;
+  args.k = f32_data(operands.k) + operands.k_offset;
+  args.ldk = operands.ldk;
+  args.v = f32_data(operands.v) + operands.v_offset;
+  args.ldv = operands.ldv;
+  args.out = f32_data(operands.out);
+  args.ldo = operands.ldo;
+  args.scale = operands.scale;
+  args.bf16_products = operands.bf16_products;
+  sam2rt::attention(args);
+}
+
+void CpuBackend::max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) {
+  ++ops_;
+  Tensor result = f32(y);
+  max_pool2x2_into(f32(x), channel_offset, channels, result);
+}
+
+void CpuBackend::add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) {
+  ++ops_;
+  Tensor fine = f32(x);
+  add_upsampled_nearest2x_inplace(fine, f32(coarse));
+}
+
+void CpuBackend::add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) {
+  ++ops_;
+  Tensor map = f32(x);
+  add_channel_vector_inplace(map, f32(vector));
+}
+
+void CpuBackend::copy(const DeviceTensor& x, DeviceTensor& y) {
+  ++ops_;
+  const Tensor source = f32(x);
+  Tensor target = f32(y);
+  if (source.numel() != target.numel()) throw Error("cpu backend: copy between tensors of different sizes");
+  std::copy(source.begin(), source.end(), target.begin());
+}
+
+void CpuBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
+  ++ops_;
+  Tensor nchw = f32(y);
+  hwc_to_nchw_into(f32(x), nchw);
+}
+
+void CpuBackend::begin_program() { throw Error("cpu backend: runs each op when called, it records no program"); }
+
+std::shared_ptr<Program> CpuBackend::end_program() {
+  throw Error("cpu backend: runs each op when called, it records no program");
+}
+
+void CpuBackend::run(Program&) { throw Error("cpu backend: runs each op when called, it records no program"); }
+
+}  // namespace sam2rt

@@ -4,9 +4,13 @@
 // One invocation per (query, head); two passes over the keys (the row maximum,
 // then exp(s - max) and its products with v), the division after the product,
 // all fp32, no barriers.
+// The head dimension (a multiple of 4, at most 128) is walked in unrolled vec4
+// steps, not in a loop: llvmpipe (lavapipe) ends a shader's loops after 65535
+// iterations in all, which a loop over the dimension inside the loop over 4096
+// keys exceeds; this way an invocation iterates about 2 * keys times.
 layout(local_size_x = 64) in;
 
-const uint kMaxHeadDim = 128;
+const uint kMaxQuads = 32;  // head_dim <= 128
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
@@ -20,32 +24,50 @@ layout(push_constant) uniform Push {
   float scale;
 } p;
 
+vec4 key4(uint at) { return vec4(k[at], k[at + 1], k[at + 2], k[at + 3]); }
+vec4 value4(uint at) { return vec4(v[at], v[at + 1], v[at + 2], v[at + 3]); }
+
 void main() {
   uint i = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y;
   if (i >= p.nq || h >= p.heads) return;
-  uint column = h * p.head_dim;
-  float query[kMaxHeadDim];
-  for (uint d = 0; d < p.head_dim; ++d) query[d] = q[p.q_base + i * p.ldq + column + d];
+  uint column = h * p.head_dim, quads = p.head_dim / 4;
+  vec4 query[kMaxQuads];
+  for (uint c = 0; c < quads; ++c) {
+    uint at = p.q_base + i * p.ldq + column + 4 * c;
+    query[c] = vec4(q[at], q[at + 1], q[at + 2], q[at + 3]);
+  }
 
   float m = -3.402823466e38;
   for (uint j = 0; j < p.nk; ++j) {
     uint kj = p.k_base + j * p.ldk + column;
     float s = 0.0;
-    for (uint d = 0; d < p.head_dim; ++d) s += query[d] * k[kj + d];
+#define STEP(c) if (c < quads) s += dot(query[c], key4(kj + 4 * c));
+    STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11) STEP(12) STEP(13) STEP(14) STEP(15) STEP(16) STEP(17) STEP(18) STEP(19) STEP(20) STEP(21) STEP(22) STEP(23) STEP(24) STEP(25) STEP(26) STEP(27) STEP(28) STEP(29) STEP(30) STEP(31)
+#undef STEP
     m = max(m, s * p.scale);
   }
-  float acc[kMaxHeadDim];
-  for (uint d = 0; d < p.head_dim; ++d) acc[d] = 0.0;
+  vec4 acc[kMaxQuads];
+  for (uint c = 0; c < quads; ++c) acc[c] = vec4(0.0);
   float sum = 0.0;
   for (uint j = 0; j < p.nk; ++j) {
     uint kj = p.k_base + j * p.ldk + column, vj = p.v_base + j * p.ldv + column;
     float s = 0.0;
-    for (uint d = 0; d < p.head_dim; ++d) s += query[d] * k[kj + d];
+#define STEP(c) if (c < quads) s += dot(query[c], key4(kj + 4 * c));
+    STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11) STEP(12) STEP(13) STEP(14) STEP(15) STEP(16) STEP(17) STEP(18) STEP(19) STEP(20) STEP(21) STEP(22) STEP(23) STEP(24) STEP(25) STEP(26) STEP(27) STEP(28) STEP(29) STEP(30) STEP(31)
+#undef STEP
     float e = exp(s * p.scale - m);
     sum += e;
-    for (uint d = 0; d < p.head_dim; ++d) acc[d] += e * v[vj + d];
+#define STEP(c) if (c < quads) acc[c] += e * value4(vj + 4 * c);
+    STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11) STEP(12) STEP(13) STEP(14) STEP(15) STEP(16) STEP(17) STEP(18) STEP(19) STEP(20) STEP(21) STEP(22) STEP(23) STEP(24) STEP(25) STEP(26) STEP(27) STEP(28) STEP(29) STEP(30) STEP(31)
+#undef STEP
   }
   float inv = 1.0 / sum;
   uint oi = p.o_base + i * p.ldo + column;
-  for (uint d = 0; d < p.head_dim; ++d) o[oi + d] = acc[d] * inv;
+  for (uint c = 0; c < quads; ++c) {
+    vec4 out4 = acc[c] * inv;
+    o[oi + 4 * c] = out4.x;
+    o[oi + 4 * c + 1] = out4.y;
+    o[oi + 4 * c + 2] = out4.z;
+    o[oi + 4 * c + 3] = out4.w;
+  }
 }

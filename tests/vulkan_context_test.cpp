@@ -108,7 +108,8 @@ TEST_F(VulkanContextTest, ReportsTheLimitsTheKernelsNeed) {
 
 TEST_F(VulkanContextTest, EveryShaderIsEmbedded) {
   for (const char* name : {"matmul", "layer_norm_rows", "softmax_rows", "attention", "windowed_attention",
-                           "max_pool2x2", "add_upsampled_nearest2x", "hwc_to_nchw"}) {
+                           "max_pool2x2", "add_upsampled_nearest2x", "hwc_to_nchw", "conv2d_to_hwc",
+                           "add_periodic"}) {
     const auto code = embedded_spirv(name);
     ASSERT_GT(code.size(), 5u) << name;
     EXPECT_EQ(code[0], 0x07230203u) << name << " does not start with the SPIR-V magic number";

@@ -13,6 +13,8 @@
 #include "backends/vulkan/vulkan_ops.h"
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/conv2d.h"
+#include "kernels/elementwise.h"
 #include "kernels/interpolate.h"
 #include "kernels/layout.h"
 #include "kernels/matmul.h"
@@ -142,8 +144,10 @@ TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
 constexpr double kAttentionTolerance = 5e-6;
 
 TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
-  // q, k and v interleaved per token as in a qkv projection, 3 heads of 32.
-  const int64_t tokens = 70, nq = 45, heads = 3, head_dim = 32, width = heads * head_dim;
+  // q, k and v interleaved per token as in a qkv projection, 3 heads of 96 and
+  // 300 keys: more than llvmpipe's 65535 loop iterations per invocation if the
+  // head dimension were a loop inside the loop over the keys.
+  const int64_t tokens = 300, nq = 45, heads = 3, head_dim = 96, width = heads * head_dim;
   const Tensor qkv = random_tensor({tokens, 3 * width}, 41, 2.0f);
   Tensor expected({nq, width});
   AttentionArgs args;
@@ -183,6 +187,8 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
 
   device.head_dim = 129;
   EXPECT_THROW(ops().attention(recorder, device), Error);
+  device.head_dim = 30;
+  EXPECT_THROW(ops().attention(recorder, device), Error);
 }
 
 struct WindowCase {
@@ -190,24 +196,73 @@ struct WindowCase {
   bool q_pool;
 };
 
+// Also with bindings capped so that larger qkv grids are split into bands of
+// window rows (one row of 8x16 windows is 24576 bytes; 11x13 with windows of 8
+// ends in a band of 3 rows and padding).
 TEST_F(VulkanOpsTest, WindowedAttentionMatchesTheCpu) {
   const int64_t channels = 16;
-  for (const WindowCase& c : {WindowCase{16, 16, 8, 2, false}, WindowCase{12, 9, 4, 1, false},
-                              WindowCase{11, 13, 8, 2, false}, WindowCase{16, 16, 4, 2, true},
-                              WindowCase{10, 10, 4, 1, true}}) {
-    const Tensor qkv = random_tensor({c.height, c.width, 3 * channels}, 51, 2.0f);
-    const Tensor pad = random_tensor({3 * channels}, 52);
-    const int64_t out_h = c.q_pool ? c.height / 2 : c.height, out_w = c.q_pool ? c.width / 2 : c.width;
-    Tensor expected({out_h, out_w, channels});
-    windowed_attention(qkv, c.window, pad.data(), c.heads, c.q_pool, expected);
-    const DeviceBuffer dqkv = upload(qkv), dpad = upload(pad), dout = zeros(out_h * out_w * channels);
-    CommandRecorder recorder(context());
-    ops().windowed_attention(recorder, all_floats(dqkv), c.height, c.width, channels, c.window, all_floats(dpad),
-                             c.heads, c.q_pool, all_floats(dout));
-    recorder.submit();
-    EXPECT_LE(scaled_max_error(download(dout, {out_h, out_w, channels}), expected), kAttentionTolerance)
-        << c.height << "x" << c.width << " window " << c.window << " q_pool " << c.q_pool;
+  for (const uint64_t cap : {uint64_t{0}, uint64_t{28000}}) {
+    VulkanContextOptions capped;
+    capped.max_binding_bytes = cap;
+    reopen(capped);
+    for (const WindowCase& c : {WindowCase{16, 16, 8, 2, false}, WindowCase{12, 9, 4, 1, false},
+                                WindowCase{11, 13, 8, 2, false}, WindowCase{16, 16, 4, 2, true},
+                                WindowCase{10, 10, 4, 1, true}}) {
+      const Tensor qkv = random_tensor({c.height, c.width, 3 * channels}, 51, 2.0f);
+      const Tensor pad = random_tensor({3 * channels}, 52);
+      const int64_t out_h = c.q_pool ? c.height / 2 : c.height, out_w = c.q_pool ? c.width / 2 : c.width;
+      Tensor expected({out_h, out_w, channels});
+      windowed_attention(qkv, c.window, pad.data(), c.heads, c.q_pool, expected);
+      const DeviceBuffer dqkv = upload(qkv), dpad = upload(pad), dout = zeros(out_h * out_w * channels);
+      CommandRecorder recorder(context());
+      ops().windowed_attention(recorder, all_floats(dqkv), c.height, c.width, channels, c.window, all_floats(dpad),
+                               c.heads, c.q_pool, all_floats(dout));
+      recorder.submit();
+      EXPECT_LE(scaled_max_error(download(dout, {out_h, out_w, channels}), expected), kAttentionTolerance)
+          << c.height << "x" << c.width << " window " << c.window << " q_pool " << c.q_pool << " cap " << cap;
+      const uint64_t qkv_bytes = static_cast<uint64_t>(qkv.numel()) * sizeof(float);
+      if (cap > 0 && qkv_bytes > cap) {
+        EXPECT_GT(recorder.dispatch_count(), 1u);
+      }
+    }
   }
+}
+
+TEST_F(VulkanOpsTest, Conv2dToHwcMatchesTheCpu) {
+  // Hiera's patch embed (7x7, stride 4, padding 3) on a small image whose size
+  // is not a multiple of the stride, and a 2x2 stride-2 conv without padding.
+  struct ConvCase {
+    int64_t in_channels, height, width, out_channels, kernel, stride, padding;
+  };
+  for (const ConvCase& c : {ConvCase{3, 18, 21, 5, 7, 4, 3}, ConvCase{2, 6, 8, 3, 2, 2, 0}}) {
+    const Tensor x = random_tensor({1, c.in_channels, c.height, c.width}, 71);
+    const Tensor weight = random_tensor({c.out_channels, c.in_channels, c.kernel, c.kernel}, 72, 0.3f);
+    const Tensor bias = random_tensor({c.out_channels}, 73);
+    const Tensor expected = conv2d_to_hwc(x, weight, bias, c.stride, c.padding);
+    const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dy = zeros(expected.numel());
+    CommandRecorder recorder(context());
+    ops().conv2d_to_hwc(recorder, all_floats(dx), c.in_channels, c.height, c.width, all_floats(dw), all_floats(db),
+                        c.out_channels, c.kernel, c.stride, c.padding, all_floats(dy));
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 1e-5) << c.kernel;
+  }
+}
+
+TEST_F(VulkanOpsTest, AddPeriodicAddsChannelVectorsAndCopies) {
+  const Tensor x = random_tensor({5, 3, 7}, 81), vector = random_tensor({7}, 82);
+  Tensor expected = x.clone();
+  add_channel_vector_inplace(expected, vector);
+  const DeviceBuffer dx = upload(x), dv = upload(vector), copied = zeros(x.numel());
+  CommandRecorder recorder(context());
+  ops().add_periodic(recorder, all_floats(dx), {}, 0, x.numel(), all_floats(copied));
+  ops().add_periodic(recorder, all_floats(dx), all_floats(dv), 7, x.numel(), all_floats(dx));
+  recorder.submit();
+  const Tensor sum = download(dx, x.shape()), copy = download(copied, x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(copy[i], x[i]) << i;
+    ASSERT_EQ(sum[i], expected[i]) << i;
+  }
+  EXPECT_THROW(ops().add_periodic(recorder, all_floats(dx), all_floats(dv), 6, x.numel(), all_floats(dx)), Error);
 }
 
 TEST_F(VulkanOpsTest, MaxPool2x2MatchesTheCpu) {

@@ -44,6 +44,13 @@ struct UpsampleAddPush {
 struct HwcToNchwPush {
   uint32_t count, pixels, channels, x_base, y_base;
 };
+struct ConvPush {
+  uint32_t count, in_channels, height, width, out_channels, kernel, stride, padding, out_width, x_base, w_base, b_base,
+      y_base;
+};
+struct AddPeriodicPush {
+  uint32_t count, period, has_addend, x_base, addend_base, y_base;
+};
 
 template <class Push>
 ComputePipeline pipeline(const VulkanContext& context, const char* name, uint32_t bindings) {
@@ -117,7 +124,9 @@ VulkanOps::VulkanOps(const VulkanContext& context)
       windowed_attention_(pipeline<WindowedAttentionPush>(context, "windowed_attention", 3)),
       max_pool2x2_(pipeline<MaxPoolPush>(context, "max_pool2x2", 2)),
       add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, "add_upsampled_nearest2x", 2)),
-      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, "hwc_to_nchw", 2)) {}
+      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, "hwc_to_nchw", 2)),
+      conv2d_to_hwc_(pipeline<ConvPush>(context, "conv2d_to_hwc", 4)),
+      add_periodic_(pipeline<AddPeriodicPush>(context, "add_periodic", 3)) {}
 
 template <class Push>
 void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
@@ -185,8 +194,9 @@ void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t 
 void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) const {
   const std::string op = "Vulkan attention";
   const int64_t width = a.heads * a.head_dim;
-  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1 || a.head_dim > kMaxHeadDim) {
-    throw Error(op + ": needs queries, keys, heads and a head dimension in 1.." + std::to_string(kMaxHeadDim));
+  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 4 || a.head_dim > kMaxHeadDim || a.head_dim % 4 != 0) {
+    throw Error(op + ": needs queries, keys, heads and a head dimension in 4.." + std::to_string(kMaxHeadDim) +
+                " divisible by 4");
   }
   if (a.ldq < width || a.ldk < width || a.ldv < width || a.ldo < width) {
     throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
@@ -220,18 +230,37 @@ void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, 
       (out_width + out_window - 1) / out_window != window_cols) {
     throw Error(op + ": the pooled grid does not keep the window grid");
   }
-  const Bound qkv_b = bind(context_, qkv, 0, static_cast<uint64_t>(height * width * 3 * channels), op, "qkv");
+  bind(context_, qkv, 0, static_cast<uint64_t>(height * width * 3 * channels), op, "qkv");
+  bind(context_, out, 0, static_cast<uint64_t>(out_height * out_width * channels), op, "out");
   const Bound pad_b = bind(context_, pad_token, 0, static_cast<uint64_t>(3 * channels), op, "pad_token");
-  const Bound out_b = bind(context_, out, 0, static_cast<uint64_t>(out_height * out_width * channels), op, "out");
-  const double head_dim = static_cast<double>(channels / heads);
-  const WindowedAttentionPush push{u32(height, op + ": height"), u32(width, op + ": width"),
-                                   u32(channels, op + ": channels"), static_cast<uint32_t>(heads),
-                                   u32(window, op + ": window"), q_pool ? 1u : 0u, static_cast<uint32_t>(window_cols),
-                                   static_cast<uint32_t>(out_height), static_cast<uint32_t>(out_width), qkv_b.base,
-                                   pad_b.base, out_b.base, static_cast<float>(1.0 / std::sqrt(head_dim))};
-  const int64_t invocations = window_rows * window_cols * out_window * out_window;
-  recorder.dispatch(windowed_attention_, {qkv_b.range, pad_b.range, out_b.range}, push,
-                    {groups_for(invocations, kRowGroup), static_cast<uint32_t>(heads), 1});
+  // Bands of whole window rows whose bindings fit: no window crosses a band, and
+  // only the last band ends in padding rows, as the whole grid does.
+  const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
+  const uint64_t usable = limit > alignment ? limit - alignment : 0;
+  const uint64_t window_row_bytes = static_cast<uint64_t>(window * width * 3 * channels) * sizeof(float);
+  const int64_t band = std::min<int64_t>(window_rows, static_cast<int64_t>(usable / window_row_bytes));
+  if (band < 1) {
+    throw Error(op + ": one row of windows (" + std::to_string(window_row_bytes) + " bytes of qkv) exceeds the " +
+                std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
+  }
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(channels / heads)));
+  for (int64_t r0 = 0; r0 < window_rows; r0 += band) {
+    const int64_t n = std::min(band, window_rows - r0);
+    const int64_t y0 = r0 * window, rows = std::min(height, (r0 + n) * window) - y0;
+    const int64_t oy0 = r0 * out_window, out_rows = std::min(out_height, (r0 + n) * out_window) - oy0;
+    const Bound qkv_b = bind(context_, qkv, static_cast<uint64_t>(y0 * width * 3 * channels),
+                             static_cast<uint64_t>(rows * width * 3 * channels), op, "qkv");
+    const Bound out_b = bind(context_, out, static_cast<uint64_t>(oy0 * out_width * channels),
+                             static_cast<uint64_t>(out_rows * out_width * channels), op, "out");
+    const WindowedAttentionPush push{static_cast<uint32_t>(rows), u32(width, op + ": width"),
+                                     u32(channels, op + ": channels"), static_cast<uint32_t>(heads),
+                                     u32(window, op + ": window"), q_pool ? 1u : 0u,
+                                     static_cast<uint32_t>(window_cols), static_cast<uint32_t>(out_rows),
+                                     static_cast<uint32_t>(out_width), qkv_b.base, pad_b.base, out_b.base, scale};
+    const int64_t invocations = n * window_cols * out_window * out_window;
+    recorder.dispatch(windowed_attention_, {qkv_b.range, pad_b.range, out_b.range}, push,
+                      {groups_for(invocations, kRowGroup), static_cast<uint32_t>(heads), 1});
+  }
 }
 
 void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
@@ -273,6 +302,45 @@ void VulkanOps::hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t h
   const HwcToNchwPush push{u32(count, op + ": size"), u32(height * width, op + ": pixels"),
                            u32(channels, op + ": channels"), xb.base, yb.base};
   dispatch_elements(recorder, hwc_to_nchw_, {xb.range, yb.range}, push, count);
+}
+
+void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t in_channels, int64_t height,
+                              int64_t width, DeviceFloats weight, DeviceFloats bias, int64_t out_channels,
+                              int64_t kernel, int64_t stride, int64_t padding, DeviceFloats y) const {
+  const std::string op = "Vulkan conv2d_to_hwc";
+  if (in_channels < 1 || height < 1 || width < 1 || out_channels < 1 || kernel < 1 || stride < 1 || padding < 0) {
+    throw Error(op + ": bad shape");
+  }
+  const int64_t out_height = (height + 2 * padding - kernel) / stride + 1;
+  const int64_t out_width = (width + 2 * padding - kernel) / stride + 1;
+  if (out_height < 1 || out_width < 1) throw Error(op + ": the kernel is larger than the padded image");
+  const int64_t count = out_height * out_width * out_channels;
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(in_channels * height * width), op, "x");
+  const Bound wb =
+      bind(context_, weight, 0, static_cast<uint64_t>(out_channels * in_channels * kernel * kernel), op, "weight");
+  const Bound bb = bind(context_, bias, 0, static_cast<uint64_t>(out_channels), op, "bias");
+  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const ConvPush push{u32(count, op + ": size"),    u32(in_channels, op + ": channels"),
+                      u32(height, op + ": height"), u32(width, op + ": width"),
+                      u32(out_channels, op + ": out channels"), u32(kernel, op + ": kernel"),
+                      u32(stride, op + ": stride"), u32(padding, op + ": padding"),
+                      static_cast<uint32_t>(out_width), xb.base, wb.base, bb.base, yb.base};
+  dispatch_elements(recorder, conv2d_to_hwc_, {xb.range, wb.range, bb.range, yb.range}, push, count);
+}
+
+void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceFloats x, DeviceFloats addend, int64_t period,
+                             int64_t count, DeviceFloats y) const {
+  const std::string op = "Vulkan add_periodic";
+  const bool has_addend = addend.buffer != nullptr;
+  if (count < 1 || (has_addend && (period < 1 || count % period != 0))) {
+    throw Error(op + ": " + std::to_string(count) + " values are not whole periods of " + std::to_string(period));
+  }
+  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound ab = has_addend ? bind(context_, addend, 0, static_cast<uint64_t>(period), op, "addend") : xb;
+  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const AddPeriodicPush push{u32(count, op + ": size"), has_addend ? u32(period, op + ": period") : 1u,
+                             has_addend ? 1u : 0u, xb.base, ab.base, yb.base};
+  dispatch_elements(recorder, add_periodic_, {xb.range, ab.range, yb.range}, push, count);
 }
 
 }  // namespace sam2rt

@@ -54,7 +54,7 @@ class VulkanOps {
                        DeviceFloats weight, DeviceFloats bias, float eps, DeviceFloats y) const;
   // softmax_rows, in place on dense [rows, cols].
   void softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t cols) const;
-  // attention (head_dim <= 128).
+  // attention (head_dim a multiple of 4, at most 128).
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
@@ -72,6 +72,16 @@ class VulkanOps {
   // hwc_to_nchw: x [height, width, channels] -> y [1, channels, height, width].
   void hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width, int64_t channels,
                    DeviceFloats y) const;
+  // conv2d_to_hwc: x [1, in_channels, height, width], weight [out_channels,
+  // in_channels, kernel, kernel], bias [out_channels] -> y [OH, OW, out_channels].
+  void conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t in_channels, int64_t height, int64_t width,
+                     DeviceFloats weight, DeviceFloats bias, int64_t out_channels, int64_t kernel, int64_t stride,
+                     int64_t padding, DeviceFloats y) const;
+  // y[i] = x[i] + addend[i % period] for i < count (add_channel_vector_inplace,
+  // the position-embedding add); without an addend (buffer null) a copy. x and y
+  // may be the same floats.
+  void add_periodic(CommandRecorder& recorder, DeviceFloats x, DeviceFloats addend, int64_t period, int64_t count,
+                    DeviceFloats y) const;
 
  private:
   // Records an elementwise kernel over `count` values as a 2D grid of groups
@@ -82,7 +92,7 @@ class VulkanOps {
 
   const VulkanContext& context_;
   ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
-      add_upsampled_nearest2x_, hwc_to_nchw_;
+      add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
 };
 
 }  // namespace sam2rt

@@ -1,0 +1,273 @@
+#include "backends/vulkan/vulkan_backend.h"
+
+#include <string>
+
+#include "backends/vulkan/command_recorder.h"
+#include "backends/vulkan/make_vulkan_backend.h"
+#include "core/error.h"
+
+namespace sam2rt {
+
+namespace {
+
+// Chunk sizes of the arenas: a few chunks hold an encode's activations (Tiny
+// at 1024 peaks near 0.5 GB) and every constant of a model.
+constexpr uint64_t kActivationChunkBytes = uint64_t{256} << 20;
+constexpr uint64_t kConstantChunkBytes = uint64_t{64} << 20;
+
+// The arena range of a float32 tensor of this backend.
+const ArenaRange& range_of(const DeviceTensor& x, const char* op) {
+  if (x.empty()) throw Error(std::string("vulkan backend: ") + op + ": empty tensor");
+  if (x.type() != ElementType::f32) throw Error(std::string("vulkan backend: ") + op + ": only float32 tensors");
+  const auto& range = *static_cast<const ArenaRange*>(x.storage().get());
+  if (static_cast<uint64_t>(x.numel()) > range.count) {
+    throw Error(std::string("vulkan backend: ") + op + ": tensor " + shape_to_string(x.shape()) +
+                " is larger than its storage");
+  }
+  return range;
+}
+
+DeviceFloats floats(const DeviceTensor& x, const char* op) { return range_of(x, op).floats(); }
+
+// Floats of x from element `offset` on.
+DeviceFloats floats_from(const DeviceTensor& x, int64_t offset, const char* op) {
+  DeviceFloats range = floats(x, op);
+  if (offset < 0 || static_cast<uint64_t>(offset) > range.count) {
+    throw Error(std::string("vulkan backend: ") + op + ": offset outside its tensor");
+  }
+  range.offset += static_cast<uint64_t>(offset);
+  range.count -= static_cast<uint64_t>(offset);
+  return range;
+}
+
+void refuse_bf16(bool bf16, const char* op) {
+  if (bf16) throw Error(std::string("vulkan backend: ") + op + ": bf16 runs on the CPU only; the device is fp32");
+}
+
+DeviceTensor tensor_on(DeviceArena& arena, Shape shape) {
+  std::shared_ptr<ArenaRange> range = arena.allocate(static_cast<uint64_t>(shape_numel(shape)));
+  return DeviceTensor(std::move(shape), ElementType::f32, std::move(range));
+}
+
+}  // namespace
+
+class VulkanBackend::VulkanProgram final : public Program {
+ public:
+  explicit VulkanProgram(const VulkanContext& context) : recorder(context) {}
+  ProgramStats stats() const override { return {ops, ops, static_cast<int64_t>(recorder.dispatch_count())}; }
+
+  CommandRecorder recorder;
+  int64_t ops = 0;
+};
+
+VulkanBackend::VulkanBackend(const VulkanContextOptions& options)
+    : context_(std::make_unique<VulkanContext>(options)),
+      ops_library_(std::make_unique<VulkanOps>(*context_)),
+      constants_(std::make_unique<DeviceArena>(*context_, kConstantChunkBytes)),
+      activations_(std::make_unique<DeviceArena>(*context_, kActivationChunkBytes)) {}
+
+VulkanBackend::~VulkanBackend() = default;
+
+std::string VulkanBackend::description() const { return "vulkan: " + context_->device_name(); }
+
+CommandRecorder& VulkanBackend::record(const char* op) {
+  if (current_ == nullptr) {
+    throw Error(std::string("vulkan backend: ") + op + " called outside begin_program/end_program");
+  }
+  ++ops_;
+  return current_->recorder;
+}
+
+DeviceTensor VulkanBackend::constant(const Tensor& value) {
+  DeviceTensor x = tensor_on(*constants_, value.shape());
+  write(x, value);
+  return x;
+}
+
+DeviceTensor VulkanBackend::constant_rows(std::shared_ptr<const RowSource> rows) {
+  Tensor table(rows->shape());
+  const int64_t row_size = table.numel() / table.dim(0);
+  for (int64_t y = 0; y < table.dim(0); ++y) rows->row(y, table.data() + y * row_size);
+  return constant(table);
+}
+
+LinearHandle VulkanBackend::linear(const Tensor& weight, const Tensor& bias, Precision precision) {
+  refuse_bf16(precision == Precision::bf16, "linear");
+  auto layer = std::make_shared<const DeviceLinear>(upload_linear(*context_, weight, bias));
+  return {layer, layer->in_features, layer->out_features, precision};
+}
+
+DeviceTensor VulkanBackend::tensor(Shape shape, ElementType type) {
+  refuse_bf16(type == ElementType::bf16, "tensor");
+  return tensor_on(*activations_, std::move(shape));
+}
+
+DeviceTensor VulkanBackend::input(const Tensor& value) {
+  DeviceTensor x = tensor(value.shape());
+  write(x, value);
+  return x;
+}
+
+void VulkanBackend::write(const DeviceTensor& x, const Tensor& value) {
+  const ArenaRange& range = range_of(x, "write");
+  if (value.numel() != x.numel()) {
+    throw Error("vulkan backend: cannot write " + shape_to_string(value.shape()) + " into " +
+                shape_to_string(x.shape()));
+  }
+  range.buffer->upload(value.data(), static_cast<uint64_t>(value.numel()) * sizeof(float),
+                       range.offset * sizeof(float));
+}
+
+Tensor VulkanBackend::download(const DeviceTensor& x) {
+  const ArenaRange& range = range_of(x, "download");
+  Tensor host(x.shape());
+  range.buffer->download(host.data(), static_cast<uint64_t>(host.numel()) * sizeof(float),
+                         range.offset * sizeof(float));
+  return host;
+}
+
+DeviceTensor VulkanBackend::conv2d_to_hwc(const DeviceTensor& image, const DeviceTensor& weight,
+                                          const DeviceTensor& bias, int64_t stride, int64_t padding) {
+  if (image.rank() != 4 || image.dim(0) != 1 || weight.rank() != 4 || weight.dim(1) != image.dim(1) ||
+      weight.dim(2) != weight.dim(3) || bias.shape() != Shape{weight.dim(0)} || stride < 1) {
+    throw Error("vulkan backend: conv2d_to_hwc: image " + shape_to_string(image.shape()) + ", weight " +
+                shape_to_string(weight.shape()) + " and bias " + shape_to_string(bias.shape()) + " do not match");
+  }
+  const int64_t kernel = weight.dim(2);
+  const int64_t out_height = (image.dim(2) + 2 * padding - kernel) / stride + 1;
+  const int64_t out_width = (image.dim(3) + 2 * padding - kernel) / stride + 1;
+  DeviceTensor y = tensor({out_height, out_width, weight.dim(0)});
+  ops_library_->conv2d_to_hwc(record("conv2d_to_hwc"), floats(image, "conv2d_to_hwc"), image.dim(1), image.dim(2),
+                              image.dim(3), floats(weight, "conv2d_to_hwc"), floats(bias, "conv2d_to_hwc"),
+                              weight.dim(0), kernel, stride, padding, floats(y, "conv2d_to_hwc"));
+  return y;
+}
+
+void VulkanBackend::add_rows(DeviceTensor& x, const DeviceTensor& rows) {
+  if (x.shape() != rows.shape()) {
+    throw Error("vulkan backend: add_rows: map " + shape_to_string(x.shape()) + " is not " +
+                shape_to_string(rows.shape()));
+  }
+  ops_library_->add_periodic(record("add_rows"), floats(x, "add_rows"), floats(rows, "add_rows"), x.numel(),
+                             x.numel(), floats(x, "add_rows"));
+}
+
+void VulkanBackend::layer_norm_rows(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                    float eps, DeviceTensor& y) {
+  refuse_bf16(y.type() == ElementType::bf16, "layer_norm_rows");
+  const int64_t channels = x.dim(-1);
+  if (y.numel() != x.numel()) throw Error("vulkan backend: layer_norm_rows output size does not match its input");
+  ops_library_->layer_norm_rows(record("layer_norm_rows"), floats(x, "layer_norm_rows"), x.numel() / channels,
+                                channels, floats(weight, "layer_norm_rows"), floats(bias, "layer_norm_rows"), eps,
+                                floats(y, "layer_norm_rows"));
+}
+
+void VulkanBackend::convert(const DeviceTensor&, DeviceTensor&) { refuse_bf16(true, "convert"); }
+
+void VulkanBackend::linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
+                                   Epilogue epilogue) {
+  const auto& device_layer = *static_cast<const DeviceLinear*>(layer.impl.get());
+  ops_library_->linear(record("linear"), device_layer, floats(x, "linear"), rows, floats(y, "linear"), epilogue);
+}
+
+void VulkanBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
+                                       int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) {
+  refuse_bf16(bf16_products, "windowed_attention");
+  if (qkv.rank() != 3 || qkv.dim(2) % 3 != 0) {
+    throw Error("vulkan backend: windowed_attention: qkv " + shape_to_string(qkv.shape()) + " is not [H, W, 3C]");
+  }
+  ops_library_->windowed_attention(record("windowed_attention"), floats(qkv, "windowed_attention"), qkv.dim(0),
+                                   qkv.dim(1), qkv.dim(2) / 3, window, floats(pad_token, "windowed_attention"), heads,
+                                   q_pool, floats(out, "windowed_attention"));
+}
+
+void VulkanBackend::attention(const AttentionOperands& a) {
+  refuse_bf16(a.bf16_products, "attention");
+  DeviceAttention args;
+  args.nq = a.nq;
+  args.nk = a.nk;
+  args.heads = a.heads;
+  args.head_dim = a.head_dim;
+  args.q = floats_from(a.q, a.q_offset, "attention");
+  args.k = floats_from(a.k, a.k_offset, "attention");
+  args.v = floats_from(a.v, a.v_offset, "attention");
+  args.out = floats(a.out, "attention");
+  args.ldq = a.ldq;
+  args.ldk = a.ldk;
+  args.ldv = a.ldv;
+  args.ldo = a.ldo;
+  args.scale = a.scale;
+  ops_library_->attention(record("attention"), args);
+}
+
+void VulkanBackend::max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) {
+  if (x.rank() < 3) throw Error("vulkan backend: max_pool2x2: map " + shape_to_string(x.shape()) + " is not [.., H, W, C]");
+  const int64_t height = x.dim(-3), width = x.dim(-2), total = x.dim(-1);
+  const int64_t n = x.numel() / (height * width * total);
+  if (y.numel() != n * (height / 2) * (width / 2) * channels) {
+    throw Error("vulkan backend: max_pool2x2: output " + shape_to_string(y.shape()) + " does not match");
+  }
+  ops_library_->max_pool2x2(record("max_pool2x2"), floats(x, "max_pool2x2"), n, height, width, total, channel_offset,
+                            channels, floats(y, "max_pool2x2"));
+}
+
+void VulkanBackend::add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) {
+  if (coarse.rank() != 3 || x.shape() != Shape{2 * coarse.dim(0), 2 * coarse.dim(1), coarse.dim(2)}) {
+    throw Error("vulkan backend: add_upsampled_nearest2x: " + shape_to_string(x.shape()) + " is not twice " +
+                shape_to_string(coarse.shape()));
+  }
+  ops_library_->add_upsampled_nearest2x(record("add_upsampled_nearest2x"), floats(x, "add_upsampled_nearest2x"),
+                                        floats(coarse, "add_upsampled_nearest2x"), coarse.dim(0), coarse.dim(1),
+                                        coarse.dim(2));
+}
+
+void VulkanBackend::add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) {
+  if (vector.numel() != x.dim(-1)) {
+    throw Error("vulkan backend: add_channel_vector: " + shape_to_string(vector.shape()) + " does not match " +
+                shape_to_string(x.shape()));
+  }
+  ops_library_->add_periodic(record("add_channel_vector"), floats(x, "add_channel_vector"),
+                             floats(vector, "add_channel_vector"), vector.numel(), x.numel(),
+                             floats(x, "add_channel_vector"));
+}
+
+void VulkanBackend::copy(const DeviceTensor& x, DeviceTensor& y) {
+  if (x.numel() != y.numel()) throw Error("vulkan backend: copy between tensors of different sizes");
+  ops_library_->add_periodic(record("copy"), floats(x, "copy"), DeviceFloats{}, 0, x.numel(), floats(y, "copy"));
+}
+
+void VulkanBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
+  if (x.rank() != 3 || y.shape() != Shape{1, x.dim(2), x.dim(0), x.dim(1)}) {
+    throw Error("vulkan backend: hwc_to_nchw: " + shape_to_string(x.shape()) + " -> " + shape_to_string(y.shape()));
+  }
+  ops_library_->hwc_to_nchw(record("hwc_to_nchw"), floats(x, "hwc_to_nchw"), x.dim(0), x.dim(1), x.dim(2),
+                            floats(y, "hwc_to_nchw"));
+}
+
+void VulkanBackend::begin_program() {
+  if (current_ != nullptr) throw Error("vulkan backend: a program is already being recorded");
+  current_ = std::make_shared<VulkanProgram>(*context_);
+  ops_at_begin_ = ops_;
+}
+
+std::shared_ptr<Program> VulkanBackend::end_program() {
+  if (current_ == nullptr) throw Error("vulkan backend: end_program without begin_program");
+  current_->ops = ops_ - ops_at_begin_;
+  std::shared_ptr<Program> program = std::move(current_);
+  current_.reset();
+  return program;
+}
+
+void VulkanBackend::run(Program& program) {
+  auto* recorded = dynamic_cast<VulkanProgram*>(&program);
+  if (recorded == nullptr) throw Error("vulkan backend: the program was not recorded by this backend");
+  recorded->recorder.submit();
+}
+
+std::shared_ptr<Backend> make_vulkan_backend(int gpu_index) {
+  VulkanContextOptions options;
+  options.device_index = gpu_index;
+  return std::make_shared<VulkanBackend>(options);
+}
+
+}  // namespace sam2rt

@@ -1,11 +1,17 @@
 #pragma once
 
+#include <cstdlib>
 #include <string>
 
 namespace sam2rt::testing {
 
-// ../shared relative to the repository root, as in CI.
-inline std::string shared_dir() { return std::string(SAM2RT_SOURCE_DIR) + "/../shared"; }
+// ../shared relative to the repository root, as in CI; SAM2RT_SHARED_DIR
+// overrides it for a test binary run away from its checkout
+// (scripts/device-bench.sh on a GPU machine).
+inline std::string shared_dir() {
+  const char* moved = std::getenv("SAM2RT_SHARED_DIR");
+  return moved != nullptr && *moved != '\0' ? std::string(moved) : std::string(SAM2RT_SOURCE_DIR) + "/../shared";
+}
 inline std::string fixtures_dir() { return shared_dir() + "/fixtures"; }
 inline std::string cli_path() { return SAM2RT_CLI_PATH; }
 

@@ -3,8 +3,6 @@
 // command recorder on whatever device 0 is (lavapipe in CI).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "backends/vulkan/vulkan_device_description.h"
@@ -19,6 +17,7 @@
 #include "backends/vulkan/vulkan_ops.h"
 #include "kernels/softmax.h"
 #include "random_tensor.h"
+#include "scoped_environment.h"
 #include "vulkan_test_context.h"
 #endif
 
@@ -45,28 +44,6 @@ TEST(VulkanDevice, AnIndexBeyondTheDevicesSaysToUseTheCpu) {
 
 #ifdef SAM2RT_VULKAN
 
-// Restores an environment variable on scope exit.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(VulkanDevice, DeviceZeroIsDescribed) {
   const std::string description = vulkan_device_description(0);
   EXPECT_NE(description.find("(Vulkan 1."), std::string::npos) << description;
@@ -75,8 +52,8 @@ TEST(VulkanDevice, DeviceZeroIsDescribed) {
 
 TEST(VulkanDevice, NoDriverSaysToUseTheCpu) {
   // The loader finds no driver: what a machine without a GPU driver looks like.
-  const ScopedEnvironment icd("VK_ICD_FILENAMES", "/nonexistent/sam2rt_no_driver.json");
-  const ScopedEnvironment drivers("VK_DRIVER_FILES", "/nonexistent/sam2rt_no_driver.json");
+  const testing::ScopedEnvironment icd("VK_ICD_FILENAMES", "/nonexistent/sam2rt_no_driver.json");
+  const testing::ScopedEnvironment drivers("VK_DRIVER_FILES", "/nonexistent/sam2rt_no_driver.json");
   expect_no_device_error(0);
 }
 

@@ -157,7 +157,7 @@ struct BenchCommand {
     WeightMap weights = Sam2Model::load_weights(source, source_config);
     const double weights_ms = milliseconds_since(start);
     start = std::chrono::steady_clock::now();
-    const auto loaded = std::make_shared<const Sam2Model>(source_config, std::move(weights));
+    const auto loaded = std::make_shared<const Sam2Model>(source_config, std::move(weights), model.backend());
     const double build_ms = milliseconds_since(start);
     const char* weights_label = source.synthetic_salt ? "generate synthetic weights" : "read checkpoint";
     const ModelConfig& config = loaded->config();
@@ -165,8 +165,9 @@ struct BenchCommand {
         image_path.empty() ? gradient_image(config.image_size) : decode_image_file(image_path, model.max_image_pixels);
 
     Predictor predictor(loaded);
-    std::printf("sam2rt bench: %s, %dx%d image, %s, %d threads, %d warm-up + %d timed runs\n",
-                model.source().describe().c_str(), image.width, image.height, model.precision.c_str(),
+    const std::string device = loaded->encoder().backend().description();
+    std::printf("sam2rt bench: %s, %dx%d image, %s, %s, %d threads, %d warm-up + %d timed runs\n",
+                model.source().describe().c_str(), image.width, image.height, model.precision.c_str(), device.c_str(),
                 omp_get_max_threads(), warmup, runs);
     const EncodeOptions options{.precision = model.encoder_precision()};
     // The first encode also makes the GEMM primitives (and converts the weights
@@ -175,8 +176,23 @@ struct BenchCommand {
     predictor.set_image(image, options);
     const double first_encode_ms = milliseconds_since(start);
     TimingStats encoder_cpu;
+    std::vector<double> upload_samples, device_samples, download_samples;
     const TimingStats encoder = time_runs(
-        warmup, runs, [&] { predictor.set_image(image, options); }, [] { stage_profile_reset(); }, &encoder_cpu);
+        warmup, runs,
+        [&] {
+          predictor.set_image(image, options);
+          const EncoderOutputs& encoded = predictor.encoder_outputs();
+          upload_samples.push_back(encoded.upload_ms);
+          device_samples.push_back(encoded.device_ms);
+          download_samples.push_back(encoded.download_ms);
+        },
+        [&] {
+          stage_profile_reset();
+          upload_samples.clear(), device_samples.clear(), download_samples.clear();
+        },
+        &encoder_cpu);
+    const ProgramStats ops = predictor.encoder_outputs().ops;
+    const bool on_device = loaded->encoder().backend().records();
     if (stage_profile_enabled()) {
       std::printf("\n");
       stage_profile_print(stdout, runs);
@@ -216,6 +232,11 @@ struct BenchCommand {
     std::printf("\n%-30s %9s %9s %9s %9s %9s\n", "ms", "min", "median", "mean", "max", "std");
     print_row("encoder", encoder);
     print_row("encoder CPU time / threads", encoder_cpu);
+    if (on_device) {
+      print_row("  upload image", summarize(upload_samples));
+      print_row("  encode on device", summarize(device_samples));
+      print_row("  download features", summarize(download_samples));
+    }
     char label[64];
     if (!encoder_only) {
       print_row("decoder, 1 prompt", decoder);
@@ -238,6 +259,10 @@ struct BenchCommand {
                 static_cast<double>(cost.attention) * 1e-9, static_cast<double>(cost.patch_embed) * 1e-9,
                 static_cast<double>(cost.neck) * 1e-9);
     std::printf("encoder speed   %.1f GFLOP/s (2 x MACs / median time)\n", gflops);
+    std::printf("encoder ops     %lld total, %lld on device (%s)", static_cast<long long>(ops.ops),
+                static_cast<long long>(ops.ops_on_device), device.c_str());
+    if (on_device) std::printf(", %lld dispatches", static_cast<long long>(ops.dispatches));
+    std::printf("\n");
     std::printf("peak RSS        %.0f MB\n", rss);
     const nlohmann::json fidelity =
         options.precision == Precision::bf16 ? print_fidelity(loaded, image, 4) : nlohmann::json();
@@ -245,6 +270,9 @@ struct BenchCommand {
     if (!json_path.empty()) {
       nlohmann::json report = {{"variant", config.name},
                                {"precision", model.precision},
+                               {"device", device},
+                               {"ops_total", ops.ops},
+                               {"ops_on_device", ops.ops_on_device},
                                {"threads", omp_get_max_threads()},
                                {"image", image_path.empty() ? "synthetic gradient" : image_path},
                                {"image_width", image.width},
@@ -265,6 +293,12 @@ struct BenchCommand {
         report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");
       }
       if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
+      if (on_device) {
+        report["device_dispatches"] = ops.dispatches;
+        report["upload_ms"] = to_json(summarize(upload_samples));
+        report["device_encode_ms"] = to_json(summarize(device_samples));
+        report["download_ms"] = to_json(summarize(download_samples));
+      }
       if (everything_runs > 0) {
         report["everything_ms"] = to_json(everything_stats);
         report["everything"] = {{"points_per_side", everything.points_per_side.value_or(0)},
@@ -289,6 +323,7 @@ void register_bench(CLI::App& app) {
       "GFLOP/s of the encoder and peak RSS. With --precision bf16 also the bf16-vs-fp32 fidelity table. "
       "SAM2RT_PROFILE=1 adds a per-stage breakdown of the encoder.");
   command->model.add_to(*sub);
+  command->model.add_device_to(*sub);
   sub->add_option("--image", command->image_path, "photo to encode (default: a synthetic gradient at the model's size)")
       ->check(CLI::ExistingFile);
   sub->add_option("--warmup", command->warmup, "untimed runs first")->default_val(5)->check(CLI::Range(0, 1000));

@@ -53,6 +53,7 @@ void register_encode(CLI::App& app) {
       "needs (image_embed, feat_s1, feat_s0; NCHW) to a .safetensors file. Its metadata records the model (variant, "
       "config hash, weights fingerprint), the preprocessing, the --precision and the photo's size.");
   command->model.add_to(*sub);
+  command->model.add_device_to(*sub);
   sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
   sub->add_option("--out", command->out_path, "output features, .safetensors")->required();
   // Older scripts (and main's dask driver) pass --decoder-ready: accepted, and what encode now always writes.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "backends/make_backend.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "model/synthetic_weights.h"
@@ -47,6 +48,23 @@ void ModelOptions::add_to(CLI::App& command) {
       ->check(CLI::IsMember({precision_name(Precision::fp32), precision_name(Precision::bf16)}));
 }
 
+void ModelOptions::add_device_to(CLI::App& command) {
+  command.add_option("--device", device,
+                     "where the image encoder runs: cpu, or vulkan (a GPU through Vulkan, fp32; the decoder "
+                     "stays on the CPU)")
+      ->default_val("cpu")
+      ->check(CLI::IsMember({"cpu", "vulkan"}));
+  command.add_option("--gpu-index", gpu_index, "with --device vulkan: which Vulkan device (0 = the first)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 255));
+}
+
+std::shared_ptr<Backend> ModelOptions::backend() const {
+  std::shared_ptr<Backend> chosen = make_backend(device, gpu_index);
+  if (chosen->records()) std::fprintf(stderr, "device: %s\n", chosen->description().c_str());
+  return chosen;
+}
+
 ModelSource ModelOptions::source() const {
   ModelSource source;
   source.checkpoint_path = model_path;
@@ -64,16 +82,17 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   encoder_precision();  // refuse a precision this CPU cannot run before loading anything
   if (threads > 0) omp_set_num_threads(threads);
   const ModelSource src = source();
+  std::shared_ptr<Backend> encoder_backend = backend();
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Sam2Model> model;
   if (src.synthetic_salt) {
-    model = Sam2Model::load(src);
+    model = Sam2Model::load(src, std::move(encoder_backend));
   } else {
     WeightMap weights = load_checkpoint(src.checkpoint_path);
     std::string detection;
     ModelConfig config = src.resolve_config(weights, &detection);
     if (!detection.empty()) std::fprintf(stderr, "%s\n", detection.c_str());
-    model = std::make_shared<const Sam2Model>(std::move(config), std::move(weights));
+    model = std::make_shared<const Sam2Model>(std::move(config), std::move(weights), std::move(encoder_backend));
   }
   std::fprintf(stderr, "loaded %s in %.0f ms\n", src.describe(model->config()).c_str(), milliseconds_since(start));
   if (src.synthetic_salt) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/sam2_model.h"
+#include "backends/backend.h"
 #include "io/image.h"
 #include "kernels/matmul.h"
 
@@ -14,6 +15,7 @@ namespace sam2rt::cli {
 // The flags every model-running command shares:
 //   (--model FILE | --synthetic-weights SALT) [--variant V | --config Y] [--threads N]
 //   [--max-image-pixels N] [--precision fp32|bf16]
+// and, on the commands that register them (add_device_to), [--device cpu|vulkan] [--gpu-index N].
 struct ModelOptions {
   std::string model_path;
   std::string synthetic_salt;
@@ -22,8 +24,14 @@ struct ModelOptions {
   int threads = 0;
   int64_t max_image_pixels = kDefaultMaxImagePixels;
   std::string precision = precision_name(Precision::fp32);
+  std::string device = "cpu";
+  int gpu_index = 0;
 
   void add_to(CLI::App& command);
+  void add_device_to(CLI::App& command);
+  // Where the image encoder runs (--device, --gpu-index); Error with one line
+  // when that device cannot be used.
+  std::shared_ptr<Backend> backend() const;
   ModelSource source() const;
   // The arithmetic of the image encoder (--precision); Error when this CPU cannot
   // run it.

@@ -16,10 +16,10 @@ WeightMap validated(WeightMap weights, const ModelConfig& config) {
 
 }  // namespace
 
-Sam2Model::Sam2Model(ModelConfig config, WeightMap weights)
+Sam2Model::Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend)
     : config_(std::move(config)),
       weights_(validated(std::move(weights), config_)),
-      encoder_(config_, weights_),
+      encoder_(backend ? ImageEncoder(config_, weights_, std::move(backend)) : ImageEncoder(config_, weights_)),
       heads_(config_, weights_) {}
 
 WeightMap Sam2Model::load_weights(const ModelSource& source, const ModelConfig& config) {
@@ -30,10 +30,10 @@ WeightMap Sam2Model::load_weights(const ModelSource& source, const ModelConfig& 
   return load_checkpoint(source.checkpoint_path);
 }
 
-std::shared_ptr<const Sam2Model> Sam2Model::load(const ModelSource& source) {
+std::shared_ptr<const Sam2Model> Sam2Model::load(const ModelSource& source, std::shared_ptr<Backend> backend) {
   ModelConfig config = source.resolve_config();
   WeightMap weights = load_weights(source, config);
-  return std::make_shared<const Sam2Model>(std::move(config), std::move(weights));
+  return std::make_shared<const Sam2Model>(std::move(config), std::move(weights), std::move(backend));
 }
 
 }  // namespace sam2rt

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "api/model_source.h"
+#include "backends/backend.h"
 #include "core/weights.h"
 #include "model/config.h"
 #include "model/image_encoder.h"
@@ -15,11 +16,12 @@ namespace sam2rt {
 // many predictors (and threads).
 class Sam2Model {
  public:
-  static std::shared_ptr<const Sam2Model> load(const ModelSource& source);
+  // The image encoder runs on `backend` (the CPU when null).
+  static std::shared_ptr<const Sam2Model> load(const ModelSource& source, std::shared_ptr<Backend> backend = nullptr);
   // The weights `source` names: generated (synthetic) or read from its checkpoint
   // (memory-mapped where the format allows). load() is this plus the constructor.
   static WeightMap load_weights(const ModelSource& source, const ModelConfig& config);
-  Sam2Model(ModelConfig config, WeightMap weights);
+  Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const WeightMap& weights() const { return weights_; }

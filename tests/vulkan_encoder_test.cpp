@@ -25,8 +25,9 @@ class VulkanEncoderTest : public ::testing::Test {
     for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
   }
   // A backend with the validation layers reporting into this test.
-  std::shared_ptr<VulkanBackend> backend() {
+  std::shared_ptr<VulkanBackend> backend(uint64_t max_binding_bytes = 0) {
     VulkanContextOptions options;
+    options.max_binding_bytes = max_binding_bytes;
     options.validation = kValidationLayers;
     options.validation_log = log_;
     return std::make_shared<VulkanBackend>(options);
@@ -89,6 +90,22 @@ TEST_F(VulkanEncoderMicro, RefusesBf16AndWrongInputs) {
   }
   EXPECT_THROW(encoder.encode(Tensor({1, 3, 128, 128})), Error);
   EXPECT_NO_THROW(encoder.encode(image));
+}
+
+TEST_F(VulkanEncoderMicro, AnOpThatCannotBeRecordedFailsEveryEncodeAlike) {
+  // Bindings capped below the image (the patch embed binds it whole): the recording stops with an
+  // Error, is dropped, and the next encode records afresh (and stops the same way).
+  const ModelConfig config = micro_config();
+  const ImageEncoder encoder(config, synthetic_weights(config, 0), backend(4096));
+  const Tensor image({1, 3, config.image_size, config.image_size});
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      encoder.encode(image);
+      FAIL() << "recorded with 4096-byte bindings";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find("already"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The Tiny architecture (widths, heads, windows, global blocks) at image size

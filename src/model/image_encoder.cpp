@@ -164,8 +164,15 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, bool trunk_outputs) con
   if (recorded.program == nullptr) {
     ScopedStage stage("record");
     backend.begin_program();
-    recorded.input = backend.tensor(image.shape());
-    recorded.outputs = forward(recorded.input, trunk_, trunk_outputs);
+    try {
+      recorded.input = backend.tensor(image.shape());
+      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs);
+    } catch (...) {
+      // Drop the partial recording: the next encode records afresh.
+      backend.end_program();
+      recorded = {};
+      throw;
+    }
     recorded.program = backend.end_program();
   }
   using Clock = std::chrono::steady_clock;

@@ -438,14 +438,14 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
       gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all.data(), .ldb = r, .b_transposed = true,
             .c = quad, .ldc = r});
       const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
+      std::vector<double> with_c(static_cast<size_t>(rows));
+      dot_rows_with(w, ldw, basis_dot_c.data(), rows, r, with_c.data());
       const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
       for (int64_t i = 0; i < rows; ++i) {
         const auto k = static_cast<size_t>(i);
         const double a1 = row_scale1[r0 + i];
-        double with_c = 0;
-        for (int64_t j = 0; j < r; ++j) with_c += static_cast<double>(w[i * ldw + j]) * basis_dot_c[static_cast<size_t>(j)];
         const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
-                             2.0 * a1 * with_cross[k] + 2.0 * with_c + with_quad[k];
+                             2.0 * a1 * with_cross[k] + 2.0 * with_c[k] + with_quad[k];
         const float a2 = inverse_std(norm2, c);
         row_scale2[r0 + i] = static_cast<float>(a1) * a2;
         for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;

@@ -1,5 +1,6 @@
 #include "batch_job.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -9,10 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <optional>
+#include <thread>
 
+#include "bounded_queue.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "model_options.h"
@@ -120,8 +122,24 @@ std::vector<BatchItem> BatchOptions::items(const std::string& extension) const {
   return items;
 }
 
-int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, int64_t max_pixels,
-              const std::function<void(const RgbImage&, const BatchItem&)>& work) {
+namespace {
+
+// An item on its way through the steps: what is left to do, or its error.
+template <class Next>
+struct InFlight {
+  size_t index = 0;  // into the items
+  double ms = 0;     // spent in the steps so far
+  std::string error;
+  Next next;
+};
+
+// The reader and writer threads do little arithmetic: one OpenMP thread each, so
+// that the compute threads keep the cores.
+void use_one_compute_thread() { omp_set_num_threads(1); }
+
+}  // namespace
+
+int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, const BatchRead& read) {
   std::error_code error;
   fs::create_directories(options.out_dir, error);
   if (error) throw Error("--out-dir '" + options.out_dir + "': cannot create it (" + error.message() + ")");
@@ -139,34 +157,87 @@ int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, 
   }
   std::fprintf(stderr, "batch: %zu images, %zu to do, %zu already done (--overwrite redoes them)\n", items.size(),
                todo.size(), items.size() - todo.size());
-  auto decode = [max_pixels](const std::string& path) { return decode_image_file(path, max_pixels); };
-  BatchProgress progress(items.size());
-  size_t failed = 0, processed = 0;
-  std::future<RgbImage> next;
-  if (!todo.empty()) next = std::async(std::launch::async, decode, items[todo.front()].input);
-  for (size_t k = 0; k < todo.size(); ++k) {
-    const BatchItem& item = items[todo[k]];
-    const auto start = std::chrono::steady_clock::now();
-    nlohmann::json& record = records[todo[k]];
-    record = {{"input", item.input}, {"output", item.output}};
-    try {
-      const RgbImage image = next.get();
-      // The next image decodes while this one is processed.
-      if (k + 1 < todo.size()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
-      fs::create_directories(fs::path(item.output).parent_path(), error);
-      work(image, item);
-      record["status"] = "ok";
-    } catch (const std::exception& e) {
-      if (k + 1 < todo.size() && !next.valid()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
-      record["status"] = "error";
-      record["error"] = e.what();
-      ++failed;
-      std::fprintf(stderr, "%sbatch: %s: %s\n", isatty(STDERR_FILENO) ? "\n" : "", item.input.c_str(), e.what());
+
+  BoundedQueue<InFlight<BatchCompute>> read_queue(1);
+  BoundedQueue<InFlight<BatchWrite>> write_queue(1);
+  size_t failed = 0;
+  std::jthread reader([&] {
+    use_one_compute_thread();
+    for (const size_t index : todo) {
+      InFlight<BatchCompute> next;
+      next.index = index;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        next.next = read(items[index]);
+      } catch (const std::exception& e) {
+        next.error = e.what();
+      }
+      next.ms = milliseconds_since(start);
+      if (!read_queue.push(std::move(next))) return;
     }
-    record["ms"] = milliseconds_since(start);
-    ++processed;
-    progress.update(items.size() - todo.size() + k + 1, processed, failed);
+    read_queue.close();
+  });
+  std::jthread writer([&] {
+    use_one_compute_thread();
+    BatchProgress progress(items.size());
+    size_t done = items.size() - todo.size(), processed = 0;
+    while (std::optional<InFlight<BatchWrite>> item = write_queue.pop()) {
+      const BatchItem& batch_item = items[item->index];
+      const auto start = std::chrono::steady_clock::now();
+      if (item->error.empty()) {
+        try {
+          std::error_code ignored;  // a folder that cannot be made fails the write, with its reason
+          fs::create_directories(fs::path(batch_item.output).parent_path(), ignored);
+          item->next();
+        } catch (const std::exception& e) {
+          item->error = e.what();
+        }
+      }
+      nlohmann::json& record = records[item->index];
+      record = {{"input", batch_item.input}, {"output", batch_item.output}};
+      if (item->error.empty()) {
+        record["status"] = "ok";
+      } else {
+        record["status"] = "error";
+        record["error"] = item->error;
+        ++failed;
+        std::fprintf(stderr, "%sbatch: %s: %s\n", isatty(STDERR_FILENO) ? "\n" : "", batch_item.input.c_str(),
+                     item->error.c_str());
+      }
+      record["ms"] = item->ms + milliseconds_since(start);
+      progress.update(++done, ++processed, failed);
+    }
+  });
+  {
+    // However this block ends, both queues end, so that both threads finish and join.
+    struct CloseQueues {
+      BoundedQueue<InFlight<BatchCompute>>& read;
+      BoundedQueue<InFlight<BatchWrite>>& write;
+      ~CloseQueues() {
+        read.close();
+        write.close();
+      }
+    } close_queues{read_queue, write_queue};
+    while (std::optional<InFlight<BatchCompute>> item = read_queue.pop()) {
+      InFlight<BatchWrite> next;
+      next.index = item->index;
+      next.ms = item->ms;
+      next.error = std::move(item->error);
+      if (next.error.empty()) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          next.next = item->next();
+        } catch (const std::exception& e) {
+          next.error = e.what();
+        }
+        next.ms += milliseconds_since(start);
+      }
+      write_queue.push(std::move(next));
+    }
   }
+  reader.join();
+  writer.join();
+
   std::string lines;
   for (const nlohmann::json& r : records) lines += r.dump() + "\n";
   manifest.write(lines.data(), lines.size());

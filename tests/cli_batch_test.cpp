@@ -187,9 +187,12 @@ TEST(CliBatch, EncodeOverAFolderWritesWhatOneImageEncodeWrites) {
   }
   EXPECT_NE(bytes["out/cat.safetensors"], bytes["out/wide.safetensors"]);
 
-  // A rerun skips the outputs that exist and redoes the missing one.
+  // A rerun skips the outputs that exist and redoes the missing one (and removes the
+  // temporary file that a run killed while writing it would have left).
   const auto cat_time = fs::last_write_time(s.file("out/cat.safetensors"));
   fs::remove(s.file("out/wide.safetensors"));
+  std::ofstream(s.file("out/wide.safetensors.tmp.Xy12Zw")) << "a killed run's partial write";
+  std::ofstream(s.file("out/wide.safetensors.notes")) << "not a temporary of ours";
   r = run_cli(encode_batch(s, {}), s, 300);
   EXPECT_EQ(r.exit_code, 1);
   records = manifest(s);
@@ -199,6 +202,8 @@ TEST(CliBatch, EncodeOverAFolderWritesWhatOneImageEncodeWrites) {
   EXPECT_EQ(records["broken.png"]["status"], "error");
   EXPECT_EQ(fs::last_write_time(s.file("out/cat.safetensors")), cat_time);
   EXPECT_EQ(read_text(s.file("out/wide.safetensors")), bytes["out/wide.safetensors"]);
+  EXPECT_FALSE(fs::exists(s.file("out/wide.safetensors.tmp.Xy12Zw")));
+  EXPECT_TRUE(fs::remove(s.file("out/wide.safetensors.notes")));
 
   // --overwrite redoes every input, with the same bytes; nothing else is left in OUT.
   fs::remove(s.file("in/broken.png"));

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include "bounded_queue.h"
@@ -57,7 +59,9 @@ class BatchProgress {
       std::fprintf(stderr, "\r[%s%s] %zu/%zu, %.2f images/s, ETA %s, %zu failed ", std::string(filled, '#').c_str(),
                    std::string(kWidth - filled, '.').c_str(), done, total_, rate, duration_text(eta).c_str(), failed);
       if (done == total_) std::fputc('\n', stderr);
-    } else {
+    } else if (done == total_ || seconds - last_line_seconds_ >= kSecondsBetweenLines) {
+      // A log, not a display: a line every few seconds however many images there are.
+      last_line_seconds_ = seconds;
       std::fprintf(stderr, "batch: %zu/%zu done, %.2f images/s, ETA %s, %zu failed\n", done, total_, rate,
                    duration_text(eta).c_str(), failed);
     }
@@ -65,9 +69,11 @@ class BatchProgress {
   }
 
  private:
+  static constexpr double kSecondsBetweenLines = 2.0;
   size_t total_;
   bool terminal_;
   std::chrono::steady_clock::time_point start_;
+  double last_line_seconds_ = 0;
 };
 
 }  // namespace
@@ -133,6 +139,29 @@ struct InFlight {
   std::string error;
   Next next;
 };
+
+// Deletes the temporaries (OUTPUT.tmp.XXXXXX, see AtomicFile) that a run killed
+// mid-write left beside these outputs: one pass over each output folder.
+void remove_stale_temporaries(const std::vector<BatchItem>& items, const std::vector<size_t>& indices) {
+  std::map<fs::path, std::set<std::string>> names_by_folder;
+  for (const size_t i : indices) {
+    const fs::path output(items[i].output);
+    names_by_folder[output.parent_path()].insert(output.filename().string());
+  }
+  constexpr std::string_view kTemporary = ".tmp.XXXXXX";
+  for (const auto& [folder, names] : names_by_folder) {
+    std::error_code error;
+    for (fs::directory_iterator it(folder.empty() ? fs::path(".") : folder, error), end; !error && it != end;
+         it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() <= kTemporary.size()) continue;
+      const size_t stem = name.size() - kTemporary.size();
+      if (name.compare(stem, 5, ".tmp.") != 0 || !names.contains(name.substr(0, stem))) continue;
+      std::error_code ignored;  // gone already, or not ours to remove: nothing to do
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
 
 // The reader and writer threads do little arithmetic: one OpenMP thread each, so
 // that the compute threads keep the cores.
@@ -244,6 +273,7 @@ int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, 
   reader.join();
   writer.join();
 
+  remove_stale_temporaries(items, todo);
   if (!todo.empty()) {
     // Read and write run beside compute: the batch keeps pace with compute alone while they are shorter.
     const double n = static_cast<double>(todo.size());

@@ -17,7 +17,8 @@ struct BatchItem {
 // The one-machine batch mode of `encode` and `everything`:
 //   --input-dir DIR | --input-list FILE, --out-dir OUT, [--overwrite]
 // Outputs are written atomically, so a rerun skips every output that exists
-// (it is complete) and redoes the missing ones; OUT/manifest.jsonl records each
+// (it is complete) and redoes the missing ones (removing the temporary files a
+// killed run left beside them); OUT/manifest.jsonl records each
 // input (input, output, status ok|skipped|error, ms, error).
 struct BatchOptions {
   std::string input_dir;

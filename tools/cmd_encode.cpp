@@ -60,8 +60,9 @@ struct EncodeCommand {
     const std::vector<BatchItem> items = batch.items(".safetensors");
     const FeatureEncoder encoder = load_encoder();
     const int failed = run_batch(batch, items, [&](const BatchItem& item) -> BatchCompute {
-      return [&, image = encoder.prepare(decode_image_file(item.input, model.max_image_pixels))]() -> BatchWrite {
-        return [&, encoded = encoder.encode(image), output = item.output] { encoder.write(output, encoded); };
+      return [&encoder, image = encoder.prepare(decode_image_file(item.input, model.max_image_pixels)),
+              output = item.output]() -> BatchWrite {
+        return [&encoder, encoded = encoder.encode(image), output] { encoder.write(output, encoded); };
       };
     });
     if (failed > 0) throw CLI::RuntimeError(1);

@@ -218,20 +218,33 @@ TEST(CliBatch, EncodeOverAFolderWritesWhatOneImageEncodeWrites) {
   EXPECT_EQ(files, 4u) << "three features files and the manifest, no temporaries";
 }
 
-TEST(CliBatch, EncodeRecordsAnOutputThatCannotBeWrittenAndGoesOn) {
-  ScratchDir s("batch_encode_unwritable");
+TEST(CliBatch, EncodeRecordsTooLargeImagesAndUnwritableOutputsAndGoesOn) {
+  ScratchDir s("batch_encode_failures");
   fs::create_directories(s.path() / "in" / "nested");
   fs::create_directories(s.path() / "out");
-  fs::copy_file(fixtures_dir() + "/images/chelsea_288x112.png", s.file("in/nested/cat.png"));
-  fs::copy_file(fixtures_dir() + "/images/chelsea_288x112.png", s.file("in/zebra.png"));
+  const std::vector<uint8_t> small = gradient(64, 40);
+  write_png_rgb8(s.file("in/nested/small.png"), small.data(), 64, 40);
+  write_png_rgb8(s.file("in/small.png"), small.data(), 64, 40);
+  fs::copy_file(fixtures_dir() + "/images/chelsea_288x112.png", s.file("in/large.png"));
   std::ofstream(s.file("out/nested")) << "a file where the output folder would go";
-  const CliResult r = run_cli(encode_batch(s, {"--feature-dtype", "bfloat16"}), s, 300);
+  const CliResult r =
+      run_cli(encode_batch(s, {"--feature-dtype", "bfloat16", "--max-image-pixels", "20000"}), s, 300);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  auto records = manifest(s);
-  EXPECT_EQ(records["cat.png"]["status"], "error");
-  EXPECT_NE(records["cat.png"]["error"].get<std::string>().find("nested"), std::string::npos) << records["cat.png"];
-  EXPECT_EQ(records["zebra.png"]["status"], "ok");
-  EXPECT_NE(read_text(s.file("out/zebra.safetensors")).find("\"feature_dtype\":\"bfloat16\""), std::string::npos);
+  std::map<std::string, nlohmann::json> by_input;  // both small.png have one file name: keyed by path
+  std::istringstream lines(read_text(s.file("out/manifest.jsonl")));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    by_input[record["input"].get<std::string>()] = record;
+  }
+  ASSERT_EQ(by_input.size(), 3u);
+  const nlohmann::json& unwritable = by_input[s.file("in/nested/small.png")];
+  EXPECT_EQ(unwritable["status"], "error");
+  EXPECT_NE(unwritable["error"].get<std::string>().find("nested"), std::string::npos) << unwritable;
+  const nlohmann::json& large = by_input[s.file("in/large.png")];
+  EXPECT_EQ(large["status"], "error");
+  EXPECT_NE(large["error"].get<std::string>().find("20000"), std::string::npos) << large;
+  EXPECT_EQ(by_input[s.file("in/small.png")]["status"], "ok");
+  EXPECT_NE(read_text(s.file("out/small.safetensors")).find("\"feature_dtype\":\"bfloat16\""), std::string::npos);
 }
 
 TEST(CliBatch, EncodeRefusesMixedSingleAndBatchOptions) {

@@ -491,8 +491,9 @@ void register_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "serve",
       "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
-      "click (object), right-click or shift+click (background) or drag (box) to see the mask, or press Everything to "
-      "see every mask, plus the JSON API the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
+      "click (object), right-click or shift+click (background) or drag (box) to see the mask, keep several objects "
+      "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask, plus the JSON API "
+      "the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
   options->model.add_to(*sub);
   sub->add_option("--host", options->host, "address to listen on; anything but loopback exposes the server")
       ->default_val("127.0.0.1");

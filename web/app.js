@@ -16,7 +16,8 @@ const state = {
   opening: 0, generation: 0,
   objects: [], current: null, objectsMade: 0,
   label: 1, zoom: 1, maskSize: [0, 0], drag: null, pan: null, spaceHeld: false, panMode: false,
-  hover: { timer: 0, asked: 0 }, clickStarted: 0,
+  // The last preview's answer, { key, answer }: a click where it was shown needs no request.
+  hover: { timer: 0, asked: 0, last: null }, clickStarted: 0,
   // "Everything": null, or { masks: [{ record, ends, colour }], owner, selected, generateMs }.
   everything: null, finding: false,
 };
@@ -338,7 +339,9 @@ async function segment(object = current()) {
   }
   object.multimask = multimaskFor(object.points, object.box);
   try {
-    const result = await askImage("segment", segmentBody(object, { format: "rle", mask_size: state.maskSize }));
+    const body = segmentBody(object, { format: "rle", mask_size: state.maskSize });
+    const last = state.hover.last;
+    const result = last && last.key === `${state.id} ${body}` ? last.answer : await askImage("segment", body);
     if (!fresh()) return;
     const selected = result.best_index;
     const layer = maskLayer(result.masks[selected], object.colour);
@@ -510,10 +513,12 @@ function scheduleHover(event) {
 async function preview(point) {
   const ask = ++state.hover.asked, object = current();
   const points = [...object.points, point];
+  // As segmentBody would write it for a click here, so that the click can reuse the answer.
   const body = JSON.stringify({ points, box: object.box, multimask: multimaskFor(points, object.box), format: "rle",
                                 mask_size: state.maskSize });
   try {
     const answer = await callApi("POST", `/v1/images/${state.id}/segment`, body, "application/json");
+    state.hover.last = { key: `${state.id} ${body}`, answer };
     if (ask !== state.hover.asked) return;
     const layer = maskLayer(answer.masks[answer.best_index], [255, 212, 0]);
     const [w, h] = state.maskSize;

@@ -260,17 +260,25 @@ async function main() {
     check(await page.locator("#undo").isDisabled(), "nothing is left to undo");
 
     // Hover preview: the mask under the resting mouse, on its own layer.
-    await page.mouse.move(box.x + at(100, 50).x, box.y + at(100, 50).y, { steps: 3 });
+    // (The toolbars above may have changed height: the photo's box is measured again.)
+    const hoverBox = await marks.boundingBox();
+    await page.mouse.move(hoverBox.x + at(100, 50).x, hoverBox.y + at(100, 50).y, { steps: 3 });
     await page.waitForFunction(() => document.body.dataset.hover === "shown", null, { timeout: 30_000 });
     check(Number(await page.getAttribute("#preview", "data-pixels")) > 0 && await paintedMaskPixels(page) === 0,
           "a resting mouse previews the mask under it without adding a prompt");
-    await page.mouse.move(box.x + box.width + 50, box.y - 30);
+    await page.mouse.move(hoverBox.x + hoverBox.width + 50, hoverBox.y - 30);
     await page.waitForFunction(() => !document.body.dataset.hover);
     check(true, "the preview goes when the mouse leaves the photo");
 
-    // Two objects: the first keeps its mask while the second is made.
+    // Two objects: the first keeps its mask while the second is made. The click
+    // lands where the preview was: its answer is reused, no request.
+    let segmentRequests = 0;
+    const countSegments = (r) => { if (r.url().endsWith("/segment")) segmentRequests++; };
+    page.on("request", countSegments);
     await marks.click({ position: at(100, 50) });
     check(await settled(page) === "mask", "object 1 gets a mask");
+    page.off("request", countSegments);
+    check(segmentRequests === 0, "a click where the preview was shown reuses its answer");
     const firstPixels = Number(await page.getAttribute("#mask", "data-pixels"));
     await page.click("#new-object");
     check(await page.locator("#objects li").count() === 2, "New object adds a second object to the list");

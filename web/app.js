@@ -16,6 +16,8 @@ const state = {
   opening: 0, generation: 0,
   objects: [], current: null, objectsMade: 0,
   label: 1, zoom: 1, maskSize: [0, 0], drag: null, pan: null, spaceHeld: false, panMode: false,
+  // Fingers on the photo (pointerId -> [x, y]); two make a pinch: { distance, zoom, middle }.
+  touches: new Map(), pinch: null,
   // The last preview's answer, { key, answer }: a click where it was shown needs no request.
   hover: { timer: 0, asked: 0, last: null }, clickStarted: 0,
   // "Everything": null, or { masks: [{ record, ends, colour }], owner, selected, generateMs }.
@@ -951,9 +953,40 @@ function remember(object) {
 function round(v) { return Math.round(v * 10) / 10; }
 
 marks.addEventListener("contextmenu", (event) => event.preventDefault());
+function pinchGeometry() {
+  const [[ax, ay], [bx, by]] = [...state.touches.values()];
+  return { distance: Math.max(1, Math.hypot(bx - ax, by - ay)), middle: [(ax + bx) / 2, (ay + by) / 2] };
+}
+
+// Two fingers zoom around their middle and move the photo with it; they add no prompt.
+function startPinch() {
+  state.drag = null;
+  state.pan = null;
+  state.pinch = { ...pinchGeometry(), zoom: state.zoom };
+  drawMarks();
+}
+
+function movePinch() {
+  const { distance, middle } = pinchGeometry();
+  const [x, y] = state.pinch.middle;
+  photoViewport.scrollLeft -= middle[0] - x;
+  photoViewport.scrollTop -= middle[1] - y;
+  state.pinch.middle = middle;
+  zoomTo(state.pinch.zoom * distance / state.pinch.distance, middle[0], middle[1]);
+}
+
 marks.addEventListener("pointerdown", (event) => {
   if (!state.id || state.finding) return;
   cancelHover();
+  if (event.pointerType === "touch") {
+    state.touches.set(event.pointerId, [event.clientX, event.clientY]);
+    marks.setPointerCapture(event.pointerId);
+    if (state.touches.size === 2 && !state.everything) {
+      startPinch();
+      return;
+    }
+    if (state.pinch) return;
+  }
   if (event.button === 1 || state.panMode || state.spaceHeld) {
     event.preventDefault();
     marks.setPointerCapture(event.pointerId);
@@ -970,6 +1003,11 @@ marks.addEventListener("pointerdown", (event) => {
   state.drag = { start, end: start, x: event.clientX, y: event.clientY, moved: false, label: labelFor(event) };
 });
 marks.addEventListener("pointermove", (event) => {
+  if (state.touches.has(event.pointerId)) state.touches.set(event.pointerId, [event.clientX, event.clientY]);
+  if (state.pinch) {
+    if (state.touches.size === 2) movePinch();
+    return;
+  }
   if (state.pan) {
     photoViewport.scrollLeft = state.pan.left - (event.clientX - state.pan.x);
     photoViewport.scrollTop = state.pan.top - (event.clientY - state.pan.y);
@@ -985,6 +1023,11 @@ marks.addEventListener("pointermove", (event) => {
   if (drag.moved) drawMarks();
 });
 marks.addEventListener("pointerup", (event) => {
+  state.touches.delete(event.pointerId);
+  if (state.pinch) {
+    if (state.touches.size === 0) state.pinch = null;
+    return;
+  }
   if (state.pan) {
     state.pan = null;
     return;
@@ -1003,7 +1046,9 @@ marks.addEventListener("pointerup", (event) => {
   state.clickStarted = performance.now();
   segment(object);
 });
-marks.addEventListener("pointercancel", () => {
+marks.addEventListener("pointercancel", (event) => {
+  state.touches.delete(event.pointerId);
+  if (state.touches.size === 0) state.pinch = null;
   state.drag = null;
   state.pan = null;
   drawMarks();

@@ -436,6 +436,17 @@ async function phone(address, profile) {
     check(await page.getAttribute("#marks", "data-labels") === "1,0", "the second tap added a background point");
     check(await paintedMaskPixels(page) > 0, "the mask is shown");
     await page.screenshot({ path: path.join(outputDir, "phone.png"), fullPage: true });
+
+    // Two fingers spread apart zoom in, and add no point.
+    const cdp = await context.newCDPSession(page);
+    const cx = box.x + box.width / 2, cy = box.y + box.height / 2;
+    const fingers = (spread) => [{ x: cx - spread, y: cy, id: 1 }, { x: cx + spread, y: cy, id: 2 }];
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: fingers(20) });
+    for (const spread of [30, 45, 60]) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: fingers(spread) });
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+    const zoom = parseInt(await page.textContent("#zoom-level"), 10);
+    check(zoom >= 250, `a pinch zooms in (to ${zoom}%)`);
+    check(await page.getAttribute("#marks", "data-labels") === "1,0", "a pinch adds no point");
     check(pageErrors.length === 0, `no errors in the phone page${pageErrors.length ? ": " + pageErrors.join("; ") : ""}`);
   } finally {
     await context.close();

@@ -108,8 +108,11 @@ function renderObjects() {
     name.addEventListener("change", () => { object.name = name.value.trim() || `object ${object.number}`; });
     const area = document.createElement("span");
     area.className = "area";
+    // A share of the photo: the masks shown are at the size shown, not the photo's.
     const mask = chosenMask(object);
-    area.textContent = mask ? `${mask.area} px` : "no mask";
+    const [w, h] = mask ? object.result.mask_size : [1, 1];
+    area.textContent = mask ? `${(100 * mask.area / (w * h)).toFixed(1)}%` : "no mask";
+    area.title = "of the photo";
     const remove = document.createElement("button");
     remove.className = "delete";
     remove.textContent = "\u00d7";
@@ -1099,7 +1102,8 @@ $("everything").addEventListener("click", segmentEverything);
 $("tap-mode").addEventListener("click", leaveEverything);
 window.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
-  if (event.key === " " && state.id) {
+  // Space on a focused button presses it; elsewhere it holds the pan.
+  if (event.key === " " && state.id && !(event.target instanceof HTMLButtonElement)) {
     event.preventDefault();
     state.spaceHeld = true;
     document.body.classList.add("panning");

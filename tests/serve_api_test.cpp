@@ -756,8 +756,13 @@ TEST_F(ServeApiHttp, AcceptsMultipartFormDataUploads) {
     httplib::MultipartFormDataItems items;
     std::string message;
   };
+  // One field without a file name: curl -F "file=<photo.png".
+  const auto field = client.Post("/v1/images", httplib::MultipartFormDataItems{{"file", png, "", ""}});
+  ASSERT_TRUE(field);
+  EXPECT_EQ(field->status, 201) << field->body;
+
   const std::vector<Case> cases = {
-      {{{"note", "hello", "", ""}}, "holds no file"},
+      {{{"note", "hello", "", ""}, {"other", "world", "", ""}}, "holds no file"},
       {{{"file", png, "a.png", "image/png"}, {"other", png, "b.png", "image/png"}}, "several files"},
       {{{"file", "", "empty.png", "image/png"}}, "is empty"},
       {{{"file", "not an image", "photo.webp", "image/webp"}}, "uploaded image"},
@@ -771,6 +776,12 @@ TEST_F(ServeApiHttp, AcceptsMultipartFormDataUploads) {
     EXPECT_NE(error.find(c.message), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+  // A form whose body is not one (no boundary): httplib refuses it before the handler.
+  const auto broken = client.Post("/v1/images", png, "multipart/form-data");
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->status, 400) << broken->body;
+  EXPECT_NE(json::parse(broken->body)["error"].get<std::string>().find("malformed multipart/form-data"),
+            std::string::npos) << broken->body;
   EXPECT_TRUE(server_->alive());
 }
 

@@ -303,7 +303,11 @@ class SegmentServer {
                       : "request too large: uploads are limited to " + std::to_string(options_.max_upload_mb) +
                             " MB (--max-upload-mb)";
         break;
-      case 400: message = "malformed HTTP request"; break;
+      case 400:
+        message = req.get_header_value("Content-Type").starts_with("multipart/form-data")
+                      ? "malformed multipart/form-data body: send the image as a file field (curl -F file=@photo.jpg)"
+                      : "malformed HTTP request";
+        break;
       default: message = "request failed with HTTP status " + std::to_string(res.status); break;
     }
     reply_error(res, res.status, message);
@@ -328,7 +332,8 @@ class SegmentServer {
   }
 
   // The image of an upload: the body's bytes, or the one file of a multipart/form-data
-  // body (curl -F file=@photo.jpg; the field's name does not matter).
+  // body (curl -F file=@photo.jpg; the field's name does not matter), or its one
+  // field when it has no file (curl -F "file=<photo.jpg").
   static const std::string& uploaded_bytes(const httplib::Request& req) {
     if (!req.is_multipart_form_data()) {
       if (req.body.empty()) throw HttpError(400, "empty upload: send the image file's bytes (PNG or JPEG) as the body");
@@ -340,6 +345,7 @@ class SegmentServer {
       if (file) throw HttpError(400, "multipart upload holds several files; send one image per request");
       file = &part;
     }
+    if (!file && req.files.size() == 1) file = &req.files.begin()->second;
     if (!file) throw HttpError(400, "multipart upload holds no file: send the image as a file field (curl -F file=@photo.jpg)");
     if (file->content.empty()) throw HttpError(400, "the uploaded file '" + file->filename.substr(0, 64) + "' is empty");
     return file->content;

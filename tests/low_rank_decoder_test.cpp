@@ -52,7 +52,7 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
 }
 
 TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
-  const int64_t rows = 6, c = 19;
+  const int64_t rows = 6, c = 37;  // two 16-lane steps and a tail
   const Tensor x = random_tensor({rows, c}, 3), y = random_tensor({rows, c}, 4), scale = random_tensor({rows}, 5);
   Tensor out({rows, c}), broadcast({rows, c});
   scale_rows_add(scale.data(), x.data(), c, y.data(), c, rows, c, out.data(), c);

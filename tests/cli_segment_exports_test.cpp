@@ -1,4 +1,4 @@
-// `segment`'s exports of the best mask: --cutout (RGBA PNG),
+// `segment`'s exports of the best mask: --cutout (RGBA PNG), --polygons,
 // --rle (COCO compressed RLE in --json), per object when there are several; and the
 // note for 16-bit photos.
 #include <gtest/gtest.h>
@@ -121,6 +121,43 @@ TEST(CliExports, SeveralObjectsExportEachObject) {
     EXPECT_TRUE(object["masks"][0].contains("segmentation")) << i;
   }
   EXPECT_FALSE(std::filesystem::exists(s.file("c.png")));
+}
+
+// Outlines in pixel coordinates: with tolerance 0 every vertex is a boundary pixel of
+// the mask, and the outlines span exactly the mask's box.
+TEST(CliExports, PolygonsOutlineTheMask) {
+  ScratchDir s("export_polygons");
+  const CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "--polygons", s.file("p.json"),
+                                                "--polygon-tolerance", "0"}),
+                              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RgbImage mask = decode_image_file(s.file("mask.png"));
+  int x0 = kWidth, y0 = kHeight, x1 = -1, y1 = -1;
+  for (int y = 0; y < kHeight; ++y)
+    for (int x = 0; x < kWidth; ++x)
+      if (mask_at(mask, x, y)) {
+        x0 = std::min(x0, x), y0 = std::min(y0, y), x1 = std::max(x1, x), y1 = std::max(y1, y);
+      }
+  ASSERT_GE(x1, 0) << "the prompt should give a non-empty mask";
+  const nlohmann::json doc = nlohmann::json::parse(read_text(s.file("p.json")));
+  EXPECT_EQ(doc["width"], kWidth);
+  ASSERT_FALSE(doc["polygons"].empty());
+  int px0 = kWidth, py0 = kHeight, px1 = -1, py1 = -1;
+  for (const nlohmann::json& polygon : doc["polygons"]) {
+    for (const nlohmann::json& point : polygon["exterior"]) {
+      const int x = point[0].get<int>(), y = point[1].get<int>();
+      ASSERT_TRUE(mask_at(mask, x, y)) << x << "," << y;
+      px0 = std::min(px0, x), py0 = std::min(py0, y), px1 = std::max(px1, x), py1 = std::max(py1, y);
+    }
+  }
+  EXPECT_EQ(std::vector<int>({px0, py0, px1, py1}), std::vector<int>({x0, y0, x1, y1}));
+  // A coarser tolerance keeps fewer vertices.
+  const CliResult coarse = run_cli(micro_segment(s, {"--point", "110,41", "--polygons", s.file("q.json"),
+                                                     "--polygon-tolerance", "3"}),
+                                   s);
+  ASSERT_EQ(coarse.exit_code, 0) << coarse.err;
+  const nlohmann::json simplified = nlohmann::json::parse(read_text(s.file("q.json")));
+  EXPECT_LT(simplified["polygons"][0]["exterior"].size(), doc["polygons"][0]["exterior"].size());
 }
 
 // Pillow reduces 16-bit channels to 8 bits before the model sees them; the user is told.

@@ -11,6 +11,7 @@
 
 #include "api/binary_mask.h"
 #include "api/cutout.h"
+#include "api/mask_polygons.h"
 #include "api/feature_file.h"
 #include "api/masks_overlay.h"
 #include "api/object_prompts.h"
@@ -83,6 +84,7 @@ struct SegmentObject {
   std::string out_path;
   AtomicFile* mask_file = nullptr;
   AtomicFile* cutout_file = nullptr;
+  AtomicFile* polygons_file = nullptr;
   AtomicFile* logits_file = nullptr;
 };
 
@@ -113,6 +115,8 @@ struct SegmentCommand {
   std::string json_path;
   std::string logits_path;
   std::string cutout_path;
+  std::string polygons_path;
+  double polygon_tolerance = 1.0;
   bool rle = false;
 
   // Several objects (a prompts file, or more than one box) number their per-object
@@ -185,6 +189,15 @@ struct SegmentCommand {
         object.cutout_file->write(png.data(), png.size());
       });
     }
+    if (object.polygons_file) {
+      const nlohmann::json polygons = {
+          {"width", image.width},
+          {"height", image.height},
+          {"tolerance", polygon_tolerance},
+          {"polygons", polygons_json(mask_polygons(out.best_mask, image.width, image.height, polygon_tolerance))}};
+      const std::string text = polygons.dump() + "\n";
+      object.polygons_file->write(text.data(), text.size());
+    }
     if (object.logits_file) {
       Tensor iou_tensor({static_cast<int64_t>(ious.size())});
       std::copy(ious.begin(), ious.end(), iou_tensor.data());
@@ -220,6 +233,7 @@ struct SegmentCommand {
       object.out_path = per_object(out_path);
       object.mask_file = outputs.add(object.out_path, "--out");
       if (!cutout_path.empty()) object.cutout_file = outputs.add(per_object(cutout_path), "--cutout");
+      if (!polygons_path.empty()) object.polygons_file = outputs.add(per_object(polygons_path), "--polygons");
       if (!logits_path.empty()) object.logits_file = outputs.add(per_object(logits_path), "--logits");
     }
     AtomicFile* overlay_file = outputs.add(overlay_path, "--overlay");
@@ -331,7 +345,7 @@ void register_segment(CLI::App& app) {
       "original photo.\n"
       "One object: --point, --box and --mask-input together prompt it. Several objects: repeat --box (each box "
       "one object, as the official predictor takes a B x 4 box array) or give --prompts FILE.json. With several "
-      "objects, object I's --out, --cutout and --logits go to NAME_I.EXT (--out mask.png: mask_0.png, "
+      "objects, object I's --out, --cutout, --polygons and --logits go to NAME_I.EXT (--out mask.png: mask_0.png, "
       "mask_1.png, ...), the --json report lists them under \"objects\" and the --overlay shows every object "
       "in its own colour with its prompts.\n"
       "--prompts FILE.json: a list with one entry per object, each with any of\n"
@@ -394,6 +408,16 @@ void register_segment(CLI::App& app) {
   sub->add_option("--cutout", command->cutout_path,
                   "RGBA PNG of the object cut out of the photo: the best mask's bounding box, transparent outside "
                   "the mask (an empty mask is an error)");
+  sub->add_option("--polygons", command->polygons_path,
+                  "JSON with the best mask's outlines as polygons in pixel coordinates: {\"polygons\": [{\"exterior\": "
+                  "[[x, y], ...], \"holes\": [[[x, y], ...], ...]}, ...]}, one entry per 8-connected part (OpenCV "
+                  "findContours, simplified by Douglas-Peucker with --polygon-tolerance)");
+  sub->add_option("--polygon-tolerance", command->polygon_tolerance,
+                  "largest distance in pixels a simplified outline may stray from the mask's boundary pixels (0 keeps "
+                  "every boundary pixel)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("PX");
   sub->add_flag("--rle", command->rle,
                 "add \"segmentation\": {\"size\": [h, w], \"counts\": \"...\"} (COCO compressed RLE, what "
                 "pycocotools.mask.encode gives) to every mask in --json")

@@ -424,6 +424,16 @@ bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
 
+// The thread that waits for SIGINT/SIGTERM. Threads that libraries start before
+// main (OpenBLAS, loaded with OpenCV, starts its workers at load time) do not
+// block those signals, so one of them may receive it: the handler hands it on.
+std::atomic<pthread_t> stop_signal_waiter;
+std::atomic<bool> stop_signal_waiter_ready{false};
+
+extern "C" void forward_stop_signal(int signal_number) {
+  if (stop_signal_waiter_ready) pthread_kill(stop_signal_waiter, signal_number);
+}
+
 void serve(const ServeOptions& options) {
   // SIGINT/SIGTERM stop the server cleanly; a dedicated thread waits for them so
   // that no work happens inside a signal handler. SIGUSR1 releases that thread
@@ -480,11 +490,20 @@ void serve(const ServeOptions& options) {
     }
   });
 
+  stop_signal_waiter = stopper.native_handle();
+  stop_signal_waiter_ready = true;
+  struct sigaction forward {};
+  forward.sa_handler = forward_stop_signal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &forward, nullptr);
+  sigaction(SIGTERM, &forward, nullptr);
+
   std::printf("http://%s:%d/\n", url_host(options.host).c_str(), port);
   std::fflush(stdout);
   std::fprintf(stderr, "serve: open the URL above in a browser; Ctrl+C stops the server\n");
   const bool listened = server.listen_after_bind();
   finished = true;
+  stop_signal_waiter_ready = false;
   pthread_kill(stopper.native_handle(), SIGUSR1);
   stopper.join();
   if (!listened) throw Error("the server stopped unexpectedly on " + options.host + ":" + std::to_string(port));

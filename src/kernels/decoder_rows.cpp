@@ -44,36 +44,21 @@ double dot_row_plain(const float* a, const B* b, int64_t c) {
   return sum;
 }
 
-__attribute__((target("avx2"))) double dot_row_avx2(const float* a, const float* b, int64_t c) {
+__attribute__((target("avx2"))) inline __m256d four_doubles(const float* x) { return _mm256_cvtps_pd(_mm_loadu_ps(x)); }
+__attribute__((target("avx2"))) inline __m256d four_doubles(const double* x) { return _mm256_loadu_pd(x); }
+
+template <typename B>
+__attribute__((target("avx2"))) double dot_row_avx2(const float* a, const B* b, int64_t c) {
   __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
   int64_t j = 0;
   for (; j + kDotLanes <= c; j += kDotLanes) {
     for (int k = 0; k < 4; ++k) {
-      const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(a + j + 4 * k));
-      const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(b + j + 4 * k));
-      acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(x, y));
+      acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(four_doubles(a + j + 4 * k), four_doubles(b + j + 4 * k)));
     }
   }
   double lanes[kDotLanes];
   for (int k = 0; k < 4; ++k) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
   for (; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * static_cast<double>(b[j]);
-  double sum = 0;
-  for (const double lane : lanes) sum += lane;
-  return sum;
-}
-
-__attribute__((target("avx2"))) double dot_row_double_avx2(const float* a, const double* b, int64_t c) {
-  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
-  int64_t j = 0;
-  for (; j + kDotLanes <= c; j += kDotLanes) {
-    for (int k = 0; k < 4; ++k) {
-      const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(a + j + 4 * k));
-      acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(x, _mm256_loadu_pd(b + j + 4 * k)));
-    }
-  }
-  double lanes[kDotLanes];
-  for (int k = 0; k < 4; ++k) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
-  for (; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * b[j];
   double sum = 0;
   for (const double lane : lanes) sum += lane;
   return sum;
@@ -124,7 +109,7 @@ void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t 
 void dot_rows_with(const float* a, int64_t lda, const double* v, int64_t rows, int64_t c, double* out) {
   static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
   for (int64_t r = 0; r < rows; ++r) {
-    out[r] = has_avx2 ? dot_row_double_avx2(a + r * lda, v, c) : dot_row_plain(a + r * lda, v, c);
+    out[r] = has_avx2 ? dot_row_avx2(a + r * lda, v, c) : dot_row_plain(a + r * lda, v, c);
   }
 }
 

@@ -78,6 +78,17 @@ void BM_DecoderTinyBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_DecoderTinyBatch)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// What segment-everything runs: a batch without the masks at the original size
+// (the generator scans the low-res logits upscaled on the fly).
+void BM_DecoderTinyBatchLowRes(benchmark::State& state) {
+  const Predictor predictor = tiny_predictor();
+  const std::vector<Prompt> prompts = grid_clicks(static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict_batch_low_res(prompts, true));
+  state.counters["ms_per_prompt"] = benchmark::Counter(
+      static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_DecoderTinyBatchLowRes)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // load_checkpoint + Sam2Model construction of a Tiny safetensors file that is
 // already in the page cache (written once, read once before timing).
 void BM_LoadTinyCheckpoint(benchmark::State& state) {

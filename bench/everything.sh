@@ -3,7 +3,8 @@
 #   bash bench/everything.sh [SAM2_SOURCE_DIR]
 # Tiny with synthetic weights, 2 threads, astronaut_1024.png. With a checkout of
 # facebookresearch/sam2 (the fixtures' commit) also times the official generate()
-# on the tiny_g16 case (Debian's python3-torch, python3-torchvision, python3-omegaconf).
+# on the tiny_g16 case (Debian's python3-torch, python3-torchvision, python3-omegaconf, and
+# libopenblas0-pthread: without it torch 1.13 runs on the reference BLAS, ~10x slower).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=./build/sam2rt

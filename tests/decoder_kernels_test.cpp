@@ -10,6 +10,7 @@
 #include "kernels/decoder_rows.h"
 #include "kernels/norm.h"
 #include "kernels/patch_conv.h"
+#include "kernels/thread_scratch.h"
 
 namespace sam2rt {
 namespace {
@@ -181,6 +182,30 @@ TEST(DecoderKernels, BilinearResizeIntoGivenTensorEqualsAllocating) {
   Tensor wrong_planes({2, 2, 11, 6}), no_rows({3, 0, 6});
   EXPECT_THROW(bilinear_resize(x, wrong_planes), Error);
   EXPECT_THROW(bilinear_resize(x, no_rows), Error);
+}
+
+TEST(DecoderKernels, TensorRowsShareStorage) {
+  Tensor t = Tensor::uninitialized({4, 2, 3});
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(i);
+  Tensor middle = t.rows(1, 2);
+  EXPECT_EQ(middle.shape(), (Shape{2, 2, 3}));
+  EXPECT_EQ(middle.numel(), 12);
+  EXPECT_EQ(middle[0], 6.0f);
+  EXPECT_EQ(middle[11], 17.0f);
+  middle[0] = -1.0f;
+  EXPECT_EQ(t[6], -1.0f);
+  EXPECT_THROW(t.rows(3, 2), Error);
+  EXPECT_THROW(t.rows(-1, 1), Error);
+}
+
+TEST(DecoderKernels, ThreadScratchKeepsEachSlotsMemory) {
+  float* a = thread_scratch(0, 100);
+  float* b = thread_scratch(1, 100);
+  EXPECT_NE(a, b);
+  a[99] = 5.0f;
+  EXPECT_EQ(thread_scratch(0, 50), a);  // smaller requests reuse the buffer
+  EXPECT_EQ(a[99], 5.0f);
+  EXPECT_THROW(thread_scratch(kThreadScratchSlots, 1), Error);
 }
 
 }  // namespace

@@ -52,13 +52,16 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
 }
 
 TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
-  const int64_t rows = 6, c = 19;
+  const int64_t rows = 6, c = 37;  // two 16-lane steps and a tail
   const Tensor x = random_tensor({rows, c}, 3), y = random_tensor({rows, c}, 4), scale = random_tensor({rows}, 5);
   Tensor out({rows, c}), broadcast({rows, c});
   scale_rows_add(scale.data(), x.data(), c, y.data(), c, rows, c, out.data(), c);
   scale_rows_add(scale.data(), x.data(), c, y.data(), 0, rows, c, broadcast.data(), c);
   std::vector<double> dots(rows);
   dot_rows(x.data(), c, y.data(), c, rows, c, dots.data());
+  std::vector<double> v(c), with_v(rows);
+  for (int64_t j = 0; j < c; ++j) v[static_cast<size_t>(j)] = 1.0 / (3.0 + static_cast<double>(j));
+  dot_rows_with(x.data(), c, v.data(), rows, c, with_v.data());
   Tensor centered = x.clone();
   center_rows(centered.data(), rows, c);
   for (int64_t r = 0; r < rows; ++r) {
@@ -70,6 +73,9 @@ TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
       mean += x[r * c + j];
     }
     EXPECT_NEAR(dots[static_cast<size_t>(r)], dot, 1e-12);
+    double dot_v = 0;
+    for (int64_t j = 0; j < c; ++j) dot_v += static_cast<double>(x[r * c + j]) * v[static_cast<size_t>(j)];
+    EXPECT_NEAR(with_v[static_cast<size_t>(r)], dot_v, 1e-12);
     double centered_sum = 0;
     for (int64_t j = 0; j < c; ++j) {
       EXPECT_NEAR(centered[r * c + j], x[r * c + j] - mean / c, 1e-6);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,46 @@ TEST(MaskDecoderMicro, BatchEqualsOneByOne) {
       EXPECT_LE(max_abs_error(vector_tensor(batch[i].iou_predictions), vector_tensor(single.iou_predictions)), kScoreTolerance);
       EXPECT_NEAR(batch[i].object_score_logit, single.object_score_logit, kScoreTolerance);
     }
+  }
+}
+
+TEST(MaskDecoderMicro, LowResBatchSkipsOnlyPromptsWhoseMasksAllFailTheIouFilter) {
+  const auto& c = micro_decoder_case();
+  const SamHeads heads(c.config, c.weights);
+  const DecoderImageState image = heads.prepare_image(c.features);
+  std::vector<Prompt> prompts;
+  for (const auto& g : c.prompts) {
+    if (g.prompt.mask_input.empty()) prompts.push_back(g.prompt);
+  }
+  const auto all = heads.predict_batch_low_res(image, prompts, true, c.orig_w, c.orig_h);
+  // A threshold between the prompts' best IoUs, so some are skipped and some not.
+  std::vector<float> best;
+  for (const MaskPrediction& p : all) best.push_back(*std::max_element(p.iou_predictions.begin(), p.iou_predictions.end()));
+  std::vector<float> sorted = best;
+  std::sort(sorted.begin(), sorted.end());
+  const float threshold = sorted[sorted.size() / 2];
+  const auto some = heads.predict_batch_low_res(image, prompts, true, c.orig_w, c.orig_h, threshold);
+  ASSERT_EQ(some.size(), all.size());
+  int skipped = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("prompt " + std::to_string(i));
+    EXPECT_EQ(some[i].iou_predictions, all[i].iou_predictions);
+    EXPECT_EQ(some[i].token_indices, all[i].token_indices);
+    if (best[i] > threshold) {
+      ASSERT_EQ(some[i].low_res_masks.numel(), all[i].low_res_masks.numel());
+      EXPECT_EQ(std::memcmp(some[i].low_res_masks.data(), all[i].low_res_masks.data(),
+                            sizeof(float) * all[i].low_res_masks.numel()),
+                0);
+    } else {
+      EXPECT_TRUE(some[i].low_res_masks.empty());
+      ++skipped;
+    }
+  }
+  EXPECT_GE(skipped, 1);
+  EXPECT_LT(skipped, static_cast<int>(prompts.size()));
+  // Single-mask output selects by the masks themselves: never skipped.
+  for (const MaskPrediction& p : heads.predict_batch_low_res(image, prompts, false, c.orig_w, c.orig_h, 1.0f)) {
+    EXPECT_FALSE(p.low_res_masks.empty());
   }
 }
 

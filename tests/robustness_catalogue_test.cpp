@@ -196,6 +196,18 @@ std::vector<std::string> segment_with_prompt(const ScratchDir& s, std::vector<st
   return run.args(s);
 }
 
+std::vector<std::string> segment_with_prompts_file(const ScratchDir& s, const std::string& text) {
+  write_text(s.file("prompts.json"), text);
+  return segment_with_prompt(s, {"--prompts", s.file("prompts.json")});
+}
+
+// Adds flags to the usual one-click run.
+std::vector<std::string> segment_with_extra(const ScratchDir& s, std::vector<std::string> extra) {
+  Segment run;
+  run.extra = std::move(extra);
+  return run.args(s);
+}
+
 Bytes micro_pt_bytes() {
   static const std::string bytes = read_text(micro_pt());
   return to_bytes(bytes);
@@ -624,6 +636,104 @@ std::vector<Case> catalogue() {
                  return segment_with_prompt(s, {"--mask-input", s.file("mask.safetensors")});
                },
                "mask input holds a non-finite value at index 7"});
+
+  // --- several objects (--prompts FILE.json, repeated --box) ---
+  c.push_back({"PromptsNotJson",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, "[{\"points\": [[1, 2]]"); },
+               "prompts.json': not valid JSON (error at byte"});
+  c.push_back({"PromptsNotAList",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"({"points": [[1, 2]]})"); },
+               "must be a JSON list of objects"});
+  c.push_back({"PromptsEmptyList", [](const ScratchDir& s) { return segment_with_prompts_file(s, "[]"); },
+               "the list of objects is empty"});
+  c.push_back({"PromptsUnknownField",
+               [](const ScratchDir& s) {
+                 return segment_with_prompts_file(s, R"([{"points": [[1, 2]]}, {"point": [[1, 2]]}])");
+               },
+               "object 1, \"point\": is not a field of an object"});
+  c.push_back({"PromptsBoxThreeNumbers",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"([{"box": [1, 2, 3]}])"); },
+               "object 0, \"box\": must be [x0, y0, x1, y1], got [1,2,3]"});
+  c.push_back({"PromptsPointAsText",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"([{"points": [["10", 20]]}])"); },
+               "object 0, \"points[0][0]\": must be a number, got \"10\""});
+  c.push_back({"PromptsBadLabel",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"([{"points": [[10, 20, 7]]}])"); },
+               "object 0, \"points[0][2]\": label must be 1 (object) or 0 (background)"});
+  c.push_back({"PromptsHugeNumber",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"([{"points": [[1e999, 20]]}])"); },
+               "holds a number out of range"});
+  c.push_back({"PromptsObjectWithoutPrompt",
+               [](const ScratchDir& s) {
+                 return segment_with_prompts_file(s, R"([{"points": [[1, 2]]}, {"name": "dog"}])");
+               },
+               "object 1: has no prompt: give points, a box or a mask_input"});
+  c.push_back({"PromptsPointOutsideImage",
+               [](const ScratchDir& s) {
+                 return segment_with_prompts_file(s, R"([{"points": [[10, 20]]}, {"points": [[500, 20]]}])");
+               },
+               "object 1: point 0 (500, 20) lies outside the 288x112 image"});
+  c.push_back({"PromptsBoxReversed",
+               [](const ScratchDir& s) { return segment_with_prompts_file(s, R"([{"box": [50, 10, 20, 40]}])"); },
+               "object 0: box [50, 10, 20, 40] has x1 < x0 or y1 < y0"});
+  c.push_back({"PromptsMaskInputMissing",
+               [](const ScratchDir& s) {
+                 return segment_with_prompts_file(s, R"([{"points": [[1, 2]], "mask_input": "nowhere.safetensors"}])");
+               },
+               "object 0, \"mask_input\" '"});
+  c.push_back({"PromptsMaskInputWrongShape",
+               [](const ScratchDir& s) {
+                 write_safetensors(s.file("mask.safetensors"), {{"m", Tensor({1, 32, 32})}}, {});
+                 return segment_with_prompts_file(s, R"([{"box": [1, 2, 30, 40]}, {"mask_input": "mask.safetensors"}])");
+               },
+               "object 1, \"mask_input\" '"});
+  c.push_back({"PromptsTooManyObjects",
+               [](const ScratchDir& s) {
+                 std::string text = "[";
+                 for (int i = 0; i <= 256; ++i) text += std::string(i ? "," : "") + R"({"points": [[1, 2]]})";
+                 return segment_with_prompts_file(s, text + "]");
+               },
+               "257 objects; at most 256 per run"});
+  c.push_back({"PromptsWithPoint",
+               [](const ScratchDir& s) {
+                 write_text(s.file("prompts.json"), R"([{"points": [[1, 2]]}])");
+                 return segment_with_prompt(s, {"--prompts", s.file("prompts.json"), "--point", "1,2"});
+               },
+               "--point excludes --prompts", kUsageError});
+  c.push_back({"SeveralBoxesWithPoint",
+               [](const ScratchDir& s) {
+                 return segment_with_prompt(s, {"--box", "1,2,30,40", "5,6,70,80", "--point", "10,10"});
+               },
+               "several --box make one object each and cannot share --point or --mask-input"});
+  c.push_back({"SeveralBoxesOneReversed",
+               [](const ScratchDir& s) { return segment_with_prompt(s, {"--box", "1,2,30,40", "--box", "50,10,20,40"}); },
+               "object 1 (--box 50,10,20,40): box [50, 10, 20, 40] has x1 < x0 or y1 < y0"});
+
+  // --- exports ---
+  c.push_back({"CutoutAsJpeg", [](const ScratchDir& s) { return segment_with_extra(s, {"--cutout", s.file("c.jpg")}); },
+               "a cut-out is written as RGBA PNG (JPEG has no transparency); name it .png"});
+  // Removing every speck of at most a million low-res pixels leaves nothing to cut out.
+  c.push_back({"CutoutOfEmptyMask",
+               [](const ScratchDir& s) {
+                 return segment_with_extra(s, {"--cutout", s.file("c.png"), "--max-sprinkle-area", "1000000"});
+               },
+               "cut-out: the mask is empty, there is no object to cut out"});
+  c.push_back({"CutoutOfEmptyMaskOfOneObject",
+               [](const ScratchDir& s) {
+                 return segment_with_prompt(s, {"--box", "1,2,30,40", "5,6,70,80", "--cutout", s.file("c.png"),
+                                                "--max-sprinkle-area", "1000000"});
+               },
+               "object 0 (--box 1,2,30,40): cut-out: the mask is empty"});
+  c.push_back({"CutoutIntoMissingFolder",
+               [](const ScratchDir& s) { return segment_with_extra(s, {"--cutout", s.file("nowhere/c.png")}); },
+               "--cutout"});
+  c.push_back({"RleWithoutJson",
+               [](const ScratchDir& s) {
+                 return std::vector<std::string>{"segment", "--model", micro_pt(), "--config", micro_yaml(),
+                                                 "--image", micro_image(), "--out", s.file("out.png"), "--point",
+                                                 "1,2", "--rle"};
+               },
+               "--rle requires --json", kUsageError});
 
   // --- features from `sam2rt encode` ---
   c.push_back({"FeaturesFromAnotherTool",

@@ -30,6 +30,7 @@
 #include "core/error.h"
 #include "io/image.h"
 #include "io/mask_rle.h"
+#include "kernels/bilinear_resize.h"
 #include "kernels/matmul.h"
 #include "test_paths.h"
 
@@ -37,6 +38,9 @@ namespace sam2rt {
 namespace {
 
 using nlohmann::json;
+
+// Uncompressed JSON: see cmd_serve.cpp.
+constexpr const char* kJsonType = "application/json; charset=utf-8";
 
 std::string micro_config() { return testing::fixtures_dir() + "/micro/sam2.1_micro.yaml"; }
 std::string chelsea_path() { return testing::fixtures_dir() + "/images/chelsea_288x112.png"; }
@@ -144,6 +148,29 @@ TEST(ServeApiRequest, ParsesPointsBoxAndOptions) {
   EXPECT_EQ(defaults.format, MaskFormat::png);
   EXPECT_TRUE(defaults.prompt.points.empty());
   EXPECT_TRUE(parse_segment_request(R"({"points": [[1, 1, 1]], "box": null})", 288, 112).prompt.box == std::nullopt);
+  EXPECT_FALSE(defaults.mask_size.has_value());
+}
+
+// As on the command line (--point X,Y), a point without a label is an object point.
+TEST(ServeApiRequest, APointsLabelDefaultsToObject) {
+  const SegmentRequest r = parse_segment_request(R"({"points": [[10, 20], [30, 40, 0], [50.5, 60]]})", 288, 112);
+  ASSERT_EQ(r.prompt.points.size(), 3u);
+  EXPECT_EQ(r.prompt.points[0].label, 1);
+  EXPECT_FLOAT_EQ(r.prompt.points[0].y, 20.0f);
+  EXPECT_EQ(r.prompt.points[1].label, 0);
+  EXPECT_EQ(r.prompt.points[2].label, 1);
+  EXPECT_FLOAT_EQ(r.prompt.points[2].x, 50.5f);
+}
+
+TEST(ServeApiRequest, ParsesMaskSizeAndTheCompressedRleFormat) {
+  const SegmentRequest r =
+      parse_segment_request(R"({"points": [[10, 20]], "mask_size": [144, 56], "format": "coco_rle"})", 288, 112);
+  ASSERT_TRUE(r.mask_size.has_value());
+  EXPECT_EQ(r.mask_size->width, 144);
+  EXPECT_EQ(r.mask_size->height, 56);
+  EXPECT_EQ(r.format, MaskFormat::coco_rle);
+  EXPECT_TRUE(parse_segment_request(R"({"points": [[1, 1]], "mask_size": [288, 112]})", 288, 112).mask_size);
+  EXPECT_FALSE(parse_segment_request(R"({"points": [[1, 1]], "mask_size": null})", 288, 112).mask_size);
 }
 
 TEST(ServeApiRequest, RejectsEveryMalformedRequestWithANamedReason) {
@@ -163,7 +190,13 @@ TEST(ServeApiRequest, RejectsEveryMalformedRequestWithANamedReason) {
       {R"({"points": [["1", 1, 1]]})", "points[0][0] must be a number"},
       {R"({"points": [[1, 1, 7]]})", "label 7"},
       {R"({"points": [[1, 1, 0.5]]})", "label 0.5"},
-      {R"({"points": [[1, 1]]})", "points[0] must be [x, y, label]"},
+      {R"({"points": [[1]]})", "points[0] must be [x, y] or [x, y, label]"},
+      {R"({"points": [[1, 1, 1, 1]]})", "points[0] must be [x, y] or [x, y, label]"},
+      {R"({"points": [[1, 1]], "mask_size": [0, 10]})", "mask_size[0] must be a whole number from 1 to 288"},
+      {R"({"points": [[1, 1]], "mask_size": [10, 113]})", "mask_size[1] must be a whole number from 1 to 112"},
+      {R"({"points": [[1, 1]], "mask_size": [10.5, 10]})", "mask_size[0] must be a whole number"},
+      {R"({"points": [[1, 1]], "mask_size": [10]})", "mask_size must be [width, height]"},
+      {R"({"points": [[1, 1]], "mask_size": "small"})", "mask_size must be [width, height]"},
       {R"({"points": [[300, 10, 1]]})", "outside the 288x112 image"},
       {R"({"points": [[-1, 10, 1]]})", "outside"},
       {R"({"points": {"x": 1}})", "points must be an array"},
@@ -223,11 +256,17 @@ TEST(ServeApiRequest, ResponseDescribesEveryMaskOfThePrediction) {
   prediction.masks[6 + 0] = -1.0f;
   prediction.iou_predictions = {0.25f, 0.75f};
   prediction.object_score_logit = 3.5f;
+  prediction.token_indices = {1, 3};
   const json png = segment_response(prediction, 0.0f, MaskFormat::png, 1.5);
   ASSERT_EQ(png["masks"].size(), 2u);
-  EXPECT_EQ(png["best"], 1);
-  EXPECT_FLOAT_EQ(png["object_score"].get<float>(), 3.5f);
-  EXPECT_DOUBLE_EQ(png["decode_ms"].get<double>(), 1.5);
+  // The names of `sam2rt segment --json`.
+  EXPECT_EQ(png["best_index"], 1);
+  EXPECT_FLOAT_EQ(png["object_score_logit"].get<float>(), 3.5f);
+  EXPECT_DOUBLE_EQ(png["timing_ms"]["decode"].get<double>(), 1.5);
+  EXPECT_EQ(png["mask_size"], json::array({3, 2}));
+  EXPECT_EQ(png["masks"][0]["token"], 1);
+  EXPECT_EQ(png["masks"][1]["token"], 3);
+  EXPECT_FALSE(png.contains("best") || png.contains("object_score") || png.contains("decode_ms"));
   EXPECT_FLOAT_EQ(png["masks"][0]["iou"].get<float>(), 0.25f);
   EXPECT_EQ(png["masks"][0]["area"], 2);
   EXPECT_EQ(png["masks"][0]["bbox"], json::array({1, 0, 3, 2}));
@@ -239,6 +278,13 @@ TEST(ServeApiRequest, ResponseDescribesEveryMaskOfThePrediction) {
   const json rle = segment_response(prediction, 0.0f, MaskFormat::rle, 1.5);
   EXPECT_FALSE(rle["masks"][0].contains("png_base64"));
   EXPECT_EQ(rle_mask(rle["masks"][0]["rle"]), (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
+
+  const json coco = segment_response(prediction, 0.0f, MaskFormat::coco_rle, 1.5);
+  EXPECT_EQ(coco["masks"][0]["rle"]["size"], json::array({2, 3}));
+  // Column-major runs 2 off, 1 on, 2 off, 1 on; pycocotools' rleToString stores
+  // counts from the 4th on as the difference to the one two before (1 - 1 = 0).
+  EXPECT_EQ(coco["masks"][0]["rle"]["counts"], "2120");
+  EXPECT_FALSE(coco["masks"][0].contains("png_base64"));
 }
 
 // ---------------------------------------------------------------------------
@@ -537,7 +583,7 @@ class ServeApiHttp : public ::testing::Test {
       return json();
     }
     EXPECT_EQ(res->status, expected_status) << res->body;
-    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(res->get_header_value("Content-Type"), kJsonType);
     return json::parse(res->body);
   }
 
@@ -621,8 +667,8 @@ TEST_F(ServeApiHttp, UploadsOnceAndSegmentsWithPointsBoxMultimaskPngAndRle) {
     ASSERT_EQ(png["masks"].size(), static_cast<size_t>(expected.masks.dim(0)));
     ASSERT_EQ(rle["masks"].size(), png["masks"].size());
     EXPECT_EQ(png["masks"].size(), c.multimask ? 3u : 1u);
-    EXPECT_FLOAT_EQ(png["object_score"].get<float>(), expected.object_score_logit);
-    EXPECT_GE(png["decode_ms"].get<double>(), 0.0);
+    EXPECT_FLOAT_EQ(png["object_score_logit"].get<float>(), expected.object_score_logit);
+    EXPECT_GE(png["timing_ms"]["decode"].get<double>(), 0.0);
     for (size_t m = 0; m < png["masks"].size(); ++m) {
       const json& entry = png["masks"][m];
       const std::vector<uint8_t> want = threshold(expected.masks, static_cast<int64_t>(m), at);
@@ -636,6 +682,109 @@ TEST_F(ServeApiHttp, UploadsOnceAndSegmentsWithPointsBoxMultimaskPngAndRle) {
   }
 }
 
+// A page asks for masks at the size it shows them: the decoder's logits resized
+// straight to that size; at the image's size they are the full masks.
+TEST_F(ServeApiHttp, MaskSizeGivesTheLogitsResizedToThatSize) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  Predictor reference(micro_model());
+  reference.set_image(decode_image_file(chelsea_path()));
+  const float at = micro_model()->config().mask_threshold;
+  const Prompt prompt{{{100, 50, 1}}, std::nullopt, {}};
+  const MaskPrediction low_res = reference.predict_batch_low_res({prompt}, true).front();
+  const Tensor small = bilinear_resize(low_res.low_res_masks, 40, 100);
+
+  const json answer = segment(client, id, {{"points", {{100, 50}}}, {"multimask", true}, {"mask_size", {100, 40}}});
+  EXPECT_EQ(answer["mask_size"], json::array({100, 40}));
+  ASSERT_EQ(answer["masks"].size(), 3u);
+  for (size_t m = 0; m < 3; ++m) {
+    const std::vector<uint8_t> want = threshold(small, static_cast<int64_t>(m), at);
+    EXPECT_EQ(png_mask(answer["masks"][m]["png_base64"], 100, 40), want) << "mask " << m;
+    EXPECT_EQ(answer["masks"][m]["area"].get<int64_t>(), count_on(want));
+  }
+  const json full = segment(client, id, {{"points", {{100, 50, 1}}}, {"multimask", true}, {"format", "rle"}});
+  const json same = segment(client, id,
+                            {{"points", {{100, 50, 1}}}, {"multimask", true}, {"format", "rle"}, {"mask_size", {288, 112}}});
+  EXPECT_EQ(full["mask_size"], json::array({288, 112}));
+  EXPECT_EQ(same["masks"], full["masks"]);
+  const json refused = segment(client, id, {{"points", {{1, 1}}}, {"mask_size", {289, 10}}}, 400);
+  EXPECT_NE(refused["error"].get<std::string>().find("mask_size[0]"), std::string::npos) << refused.dump();
+}
+
+TEST_F(ServeApiHttp, APointWithoutLabelIsAnObjectPointAndCocoRleDecodesToTheMask) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const json labelled = segment(client, id, {{"points", {{100, 50, 1}}}, {"format", "rle"}});
+  const json bare = segment(client, id, {{"points", {{100, 50}}}, {"format", "coco_rle"}});
+  ASSERT_EQ(bare["masks"].size(), 1u);
+  EXPECT_EQ(bare["object_score_logit"], labelled["object_score_logit"]);
+  const json& rle = bare["masks"][0]["rle"];
+  EXPECT_EQ(rle["size"], json::array({112, 288}));
+  ASSERT_TRUE(rle["counts"].is_string());
+  EXPECT_EQ(decode_rle(coco_rle_from_string(rle["counts"], 112, 288)), rle_mask(labelled["masks"][0]["rle"]));
+}
+
+// Browsers accept Brotli; httplib's (at its slowest quality) would add ~100 ms to every answer.
+TEST_F(ServeApiHttp, AnswersGoUncompressedEvenWhenTheClientAcceptsBrotli) {
+  auto client = server_->client();
+  const std::string id = upload_chelsea(client)["id"];
+  const httplib::Headers headers = {{"Accept-Encoding", "gzip, deflate, br"}};
+  const auto res = client.Post("/v1/images/" + id + "/segment", headers, R"({"points": [[100, 50]], "format": "rle"})",
+                               "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), kJsonType);
+  EXPECT_FALSE(res->has_header("Content-Encoding")) << res->get_header_value("Content-Encoding");
+  EXPECT_NO_THROW(json::parse(res->body));
+}
+
+// What `curl -F file=@photo.png` sends; the field's name does not matter.
+TEST_F(ServeApiHttp, AcceptsMultipartFormDataUploads) {
+  auto client = server_->client();
+  const std::string png = read_bytes(chelsea_path());
+  const auto res = client.Post("/v1/images", httplib::MultipartFormDataItems{{"file", png, "chelsea.png", "image/png"}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  const json image = json::parse(res->body);
+  EXPECT_EQ(image["width"], 288);
+  EXPECT_EQ(image["height"], 112);
+  const json from_form = segment(client, image["id"], {{"points", {{100, 50}}}, {"format", "rle"}});
+  const json from_bytes = segment(client, upload_chelsea(client)["id"], {{"points", {{100, 50}}}, {"format", "rle"}});
+  EXPECT_EQ(from_form["masks"], from_bytes["masks"]);
+
+  struct Case {
+    httplib::MultipartFormDataItems items;
+    std::string message;
+  };
+  // One field without a file name: curl -F "file=<photo.png".
+  const auto field = client.Post("/v1/images", httplib::MultipartFormDataItems{{"file", png, "", ""}});
+  ASSERT_TRUE(field);
+  EXPECT_EQ(field->status, 201) << field->body;
+
+  const std::vector<Case> cases = {
+      {{{"note", "hello", "", ""}, {"other", "world", "", ""}}, "holds no file"},
+      {{{"file", png, "a.png", "image/png"}, {"other", png, "b.png", "image/png"}}, "several files"},
+      {{{"file", "", "empty.png", "image/png"}}, "is empty"},
+      {{{"file", "not an image", "photo.webp", "image/webp"}}, "uploaded image"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    const auto bad = client.Post("/v1/images", c.items);
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400) << bad->body;
+    const std::string error = json::parse(bad->body)["error"];
+    EXPECT_NE(error.find(c.message), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // A form whose body is not one (no boundary): httplib refuses it before the handler.
+  const auto broken = client.Post("/v1/images", png, "multipart/form-data");
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->status, 400) << broken->body;
+  EXPECT_NE(json::parse(broken->body)["error"].get<std::string>().find("malformed multipart/form-data"),
+            std::string::npos) << broken->body;
+  EXPECT_TRUE(server_->alive());
+}
+
 // Everything's answer is exactly the in-process generator's on the decoded upload.
 TEST_F(ServeApiHttp, EverythingAnswersTheGeneratorsRecordsForTheUploadedPhoto) {
   auto client = server_->client();
@@ -646,7 +795,7 @@ TEST_F(ServeApiHttp, EverythingAnswersTheGeneratorsRecordsForTheUploadedPhoto) {
   const auto res = client.Post("/v1/images/" + id + "/everything", request.dump(), "application/json");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
-  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(res->get_header_value("Content-Type"), kJsonType);
   const json answer = json::parse(res->body);
   ASSERT_TRUE(answer["masks"].is_array());
   EXPECT_GE(answer["generate_ms"].get<double>(), 0.0);
@@ -695,7 +844,7 @@ TEST_F(ServeApiHttp, EverythingRefusesBadParametersAndUnknownImages) {
     const auto res = client.Post(c.path, c.body, "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, c.status) << res->body;
-    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(res->get_header_value("Content-Type"), kJsonType);
     const json body = json::parse(res->body);
     ASSERT_TRUE(body["error"].is_string()) << res->body;
     EXPECT_NE(body["error"].get<std::string>().find(c.message), std::string::npos) << res->body;
@@ -782,7 +931,7 @@ TEST_F(ServeApiHttp, BadRequestsGetA4xxJsonErrorAndTheServerKeepsServing) {
                                                  : client.Post(c.path, c.body, "application/octet-stream");
     ASSERT_TRUE(res) << httplib::to_string(res.error());
     EXPECT_EQ(res->status, c.status) << res->body;
-    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(res->get_header_value("Content-Type"), kJsonType);
     json body;
     ASSERT_NO_THROW(body = json::parse(res->body)) << res->body;
     ASSERT_TRUE(body.contains("error") && body["error"].is_string()) << res->body;
@@ -862,7 +1011,7 @@ TEST(ServeApiProcess, Bf16PrecisionAppliesToEveryUpload) {
   bf16.set_image(image, {.precision = Precision::bf16});
   fp32.set_image(image);
   const float bf16_score = bf16.predict(prompt, false).object_score_logit;
-  EXPECT_FLOAT_EQ(json::parse(res->body)["object_score"].get<float>(), bf16_score);
+  EXPECT_FLOAT_EQ(json::parse(res->body)["object_score_logit"].get<float>(), bf16_score);
   EXPECT_NE(bf16_score, fp32.predict(prompt, false).object_score_logit);
   EXPECT_EQ(server.stop(), 0);
 }

@@ -1,5 +1,6 @@
 #include "batch_job.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -9,10 +10,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
+#include <thread>
 
+#include "bounded_queue.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "model_options.h"
@@ -55,7 +59,9 @@ class BatchProgress {
       std::fprintf(stderr, "\r[%s%s] %zu/%zu, %.2f images/s, ETA %s, %zu failed ", std::string(filled, '#').c_str(),
                    std::string(kWidth - filled, '.').c_str(), done, total_, rate, duration_text(eta).c_str(), failed);
       if (done == total_) std::fputc('\n', stderr);
-    } else {
+    } else if (done == total_ || seconds - last_line_seconds_ >= kSecondsBetweenLines) {
+      // A log, not a display: a line every few seconds however many images there are.
+      last_line_seconds_ = seconds;
       std::fprintf(stderr, "batch: %zu/%zu done, %.2f images/s, ETA %s, %zu failed\n", done, total_, rate,
                    duration_text(eta).c_str(), failed);
     }
@@ -63,9 +69,11 @@ class BatchProgress {
   }
 
  private:
+  static constexpr double kSecondsBetweenLines = 2.0;
   size_t total_;
   bool terminal_;
   std::chrono::steady_clock::time_point start_;
+  double last_line_seconds_ = 0;
 };
 
 }  // namespace
@@ -120,8 +128,48 @@ std::vector<BatchItem> BatchOptions::items(const std::string& extension) const {
   return items;
 }
 
-int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, int64_t max_pixels,
-              const std::function<void(const RgbImage&, const BatchItem&)>& work) {
+namespace {
+
+// An item on its way through the steps: what is left to do, or its error.
+template <class Next>
+struct InFlight {
+  size_t index = 0;  // into the items
+  double read_ms = 0;
+  double compute_ms = 0;
+  std::string error;
+  Next next;
+};
+
+// Deletes the temporaries (OUTPUT.tmp.XXXXXX, see AtomicFile) that a run killed
+// mid-write left beside these outputs: one pass over each output folder.
+void remove_stale_temporaries(const std::vector<BatchItem>& items, const std::vector<size_t>& indices) {
+  std::map<fs::path, std::set<std::string>> names_by_folder;
+  for (const size_t i : indices) {
+    const fs::path output(items[i].output);
+    names_by_folder[output.parent_path()].insert(output.filename().string());
+  }
+  constexpr std::string_view kTemporary = ".tmp.XXXXXX";
+  for (const auto& [folder, names] : names_by_folder) {
+    std::error_code error;
+    for (fs::directory_iterator it(folder.empty() ? fs::path(".") : folder, error), end; !error && it != end;
+         it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() <= kTemporary.size()) continue;
+      const size_t stem = name.size() - kTemporary.size();
+      if (name.compare(stem, 5, ".tmp.") != 0 || !names.contains(name.substr(0, stem))) continue;
+      std::error_code ignored;  // gone already, or not ours to remove: nothing to do
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
+// The reader and writer threads do little arithmetic: one OpenMP thread each, so
+// that the compute threads keep the cores.
+void use_one_compute_thread() { omp_set_num_threads(1); }
+
+}  // namespace
+
+int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, const BatchRead& read) {
   std::error_code error;
   fs::create_directories(options.out_dir, error);
   if (error) throw Error("--out-dir '" + options.out_dir + "': cannot create it (" + error.message() + ")");
@@ -139,33 +187,98 @@ int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, 
   }
   std::fprintf(stderr, "batch: %zu images, %zu to do, %zu already done (--overwrite redoes them)\n", items.size(),
                todo.size(), items.size() - todo.size());
-  auto decode = [max_pixels](const std::string& path) { return decode_image_file(path, max_pixels); };
-  BatchProgress progress(items.size());
-  size_t failed = 0, processed = 0;
-  std::future<RgbImage> next;
-  if (!todo.empty()) next = std::async(std::launch::async, decode, items[todo.front()].input);
-  for (size_t k = 0; k < todo.size(); ++k) {
-    const BatchItem& item = items[todo[k]];
-    const auto start = std::chrono::steady_clock::now();
-    nlohmann::json& record = records[todo[k]];
-    record = {{"input", item.input}, {"output", item.output}};
-    try {
-      const RgbImage image = next.get();
-      // The next image decodes while this one is processed.
-      if (k + 1 < todo.size()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
-      fs::create_directories(fs::path(item.output).parent_path(), error);
-      work(image, item);
-      record["status"] = "ok";
-    } catch (const std::exception& e) {
-      if (k + 1 < todo.size() && !next.valid()) next = std::async(std::launch::async, decode, items[todo[k + 1]].input);
-      record["status"] = "error";
-      record["error"] = e.what();
-      ++failed;
-      std::fprintf(stderr, "%sbatch: %s: %s\n", isatty(STDERR_FILENO) ? "\n" : "", item.input.c_str(), e.what());
+
+  BoundedQueue<InFlight<BatchCompute>> read_queue(1);
+  BoundedQueue<InFlight<BatchWrite>> write_queue(1);
+  size_t failed = 0;
+  double stage_ms[3] = {0, 0, 0};  // read, compute, write: summed over the items processed
+  std::jthread reader([&] {
+    use_one_compute_thread();
+    for (const size_t index : todo) {
+      InFlight<BatchCompute> next;
+      next.index = index;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        next.next = read(items[index]);
+      } catch (const std::exception& e) {
+        next.error = e.what();
+      }
+      next.read_ms = milliseconds_since(start);
+      if (!read_queue.push(std::move(next))) return;
     }
-    record["ms"] = milliseconds_since(start);
-    ++processed;
-    progress.update(items.size() - todo.size() + k + 1, processed, failed);
+    read_queue.close();
+  });
+  std::jthread writer([&] {
+    use_one_compute_thread();
+    BatchProgress progress(items.size());
+    size_t done = items.size() - todo.size(), processed = 0;
+    while (std::optional<InFlight<BatchWrite>> item = write_queue.pop()) {
+      const BatchItem& batch_item = items[item->index];
+      const auto start = std::chrono::steady_clock::now();
+      if (item->error.empty()) {
+        try {
+          std::error_code ignored;  // a folder that cannot be made fails the write, with its reason
+          fs::create_directories(fs::path(batch_item.output).parent_path(), ignored);
+          item->next();
+        } catch (const std::exception& e) {
+          item->error = e.what();
+        }
+      }
+      nlohmann::json& record = records[item->index];
+      record = {{"input", batch_item.input}, {"output", batch_item.output}};
+      if (item->error.empty()) {
+        record["status"] = "ok";
+      } else {
+        record["status"] = "error";
+        record["error"] = item->error;
+        ++failed;
+        std::fprintf(stderr, "%sbatch: %s: %s\n", isatty(STDERR_FILENO) ? "\n" : "", batch_item.input.c_str(),
+                     item->error.c_str());
+      }
+      const double write_ms = milliseconds_since(start);
+      record["ms"] = item->read_ms + item->compute_ms + write_ms;
+      stage_ms[0] += item->read_ms;
+      stage_ms[1] += item->compute_ms;
+      stage_ms[2] += write_ms;
+      progress.update(++done, ++processed, failed);
+    }
+  });
+  {
+    // However this block ends, both queues end, so that both threads finish and join.
+    struct CloseQueues {
+      BoundedQueue<InFlight<BatchCompute>>& read;
+      BoundedQueue<InFlight<BatchWrite>>& write;
+      ~CloseQueues() {
+        read.close();
+        write.close();
+      }
+    } close_queues{read_queue, write_queue};
+    while (std::optional<InFlight<BatchCompute>> item = read_queue.pop()) {
+      InFlight<BatchWrite> next;
+      next.index = item->index;
+      next.read_ms = item->read_ms;
+      next.error = std::move(item->error);
+      if (next.error.empty()) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          next.next = item->next();
+        } catch (const std::exception& e) {
+          next.error = e.what();
+        }
+        next.compute_ms = milliseconds_since(start);
+      }
+      write_queue.push(std::move(next));
+    }
+  }
+  reader.join();
+  writer.join();
+
+  remove_stale_temporaries(items, todo);
+  if (!todo.empty()) {
+    // Read and write run beside compute: the batch keeps pace with compute alone while they are shorter.
+    const double n = static_cast<double>(todo.size());
+    std::fprintf(stderr, "batch: mean per image: read %.0f ms, compute %.0f ms, write %.0f ms\n", stage_ms[0] / n,
+                 stage_ms[1] / n, stage_ms[2] / n);
   }
   std::string lines;
   for (const nlohmann::json& r : records) lines += r.dump() + "\n";

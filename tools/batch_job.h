@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "io/image.h"
-
 namespace sam2rt::cli {
 
 // One input of a batch and the file its result goes to.
@@ -19,7 +17,8 @@ struct BatchItem {
 // The one-machine batch mode of `encode` and `everything`:
 //   --input-dir DIR | --input-list FILE, --out-dir OUT, [--overwrite]
 // Outputs are written atomically, so a rerun skips every output that exists
-// (it is complete) and redoes the missing ones; OUT/manifest.jsonl records each
+// (it is complete) and redoes the missing ones (removing the temporary files a
+// killed run left beside them); OUT/manifest.jsonl records each
 // input (input, output, status ok|skipped|error, ms, error).
 struct BatchOptions {
   std::string input_dir;
@@ -36,12 +35,22 @@ struct BatchOptions {
   std::vector<BatchItem> items(const std::string& extension) const;
 };
 
-// Runs `work(image, item)` for every item whose output is missing (all with
-// overwrite), decoding the next image on another thread meanwhile. A failing
-// item (corrupt or too large image, any Error) is recorded and the batch goes
-// on. Prints progress (a bar with images/s and ETA on a terminal, plain lines
-// otherwise), writes OUT/manifest.jsonl and returns the number of failures.
-int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, int64_t max_pixels,
-              const std::function<void(const RgbImage&, const BatchItem&)>& work);
+// What a batch does to one item, in three steps, each on its own thread, so that
+// reading the next input and writing the last output overlap the computation of
+// the current one (which keeps the compute threads of --threads):
+//   read    (reader thread): decode and prepare the input, return the computation;
+//   compute (the calling thread): the model's work, return the write;
+//   write   (writer thread): the output file, written atomically.
+// The reader runs at most two inputs ahead (the memory in flight stays bounded).
+using BatchWrite = std::function<void()>;
+using BatchCompute = std::function<BatchWrite()>;
+using BatchRead = std::function<BatchCompute(const BatchItem&)>;
+
+// Runs the steps for every item whose output is missing (all with overwrite). A
+// failing item (corrupt or too large image, any Error) is recorded and the batch
+// goes on. Prints progress (a bar with images/s and ETA on a terminal, plain lines
+// otherwise), writes OUT/manifest.jsonl (ms: the item's time in its three steps)
+// and returns the number of failures.
+int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, const BatchRead& read);
 
 }  // namespace sam2rt::cli

@@ -10,6 +10,7 @@
 
 #include "api/amg_json.h"
 #include "api/automatic_mask_generator.h"
+#include "api/coco_dataset.h"
 #include "api/masks_overlay.h"
 #include "batch_job.h"
 #include "commands.h"
@@ -61,47 +62,6 @@ class ProgressLine {
   int last_quarter_ = 0;
 };
 
-// The COCO dataset file labelling tools import: one image entry per input and
-// its masks as annotations (segmentation as COCO compressed RLE, score = predicted IoU).
-void write_coco_dataset(const std::string& path, const std::vector<BatchItem>& items) {
-  nlohmann::json images = nlohmann::json::array(), annotations = nlohmann::json::array();
-  int64_t annotation_id = 1;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!std::filesystem::exists(items[i].output)) continue;  // failed inputs have no output
-    std::ifstream in(items[i].output);
-    const nlohmann::json report = nlohmann::json::parse(in);
-    const int64_t image_id = static_cast<int64_t>(i) + 1;
-    images.push_back({{"id", image_id},
-                      {"file_name", items[i].input},
-                      {"height", report["image_hw"][0]},
-                      {"width", report["image_hw"][1]}});
-    for (const nlohmann::json& m : report["masks"]) {
-      nlohmann::json segmentation = m["segmentation"];
-      if (segmentation["counts"].is_array()) {
-        const UncompressedRle rle{segmentation["size"][0], segmentation["size"][1],
-                                  segmentation["counts"].get<std::vector<int64_t>>()};
-        segmentation["counts"] = coco_rle_string(rle);
-      }
-      annotations.push_back({{"id", annotation_id++},
-                             {"image_id", image_id},
-                             {"category_id", 1},
-                             {"segmentation", segmentation},
-                             {"area", m["area"]},
-                             {"bbox", m["bbox"]},
-                             {"iscrowd", 0},
-                             {"score", m["predicted_iou"]},
-                             {"stability_score", m["stability_score"]},
-                             {"point_coords", m["point_coords"]},
-                             {"crop_box", m["crop_box"]}});
-    }
-  }
-  const nlohmann::json dataset = {{"info", {{"description", "sam2rt everything"}}},
-                                  {"images", images},
-                                  {"annotations", annotations},
-                                  {"categories", {{{"id", 1}, {"name", "object"}, {"supercategory", "object"}}}}};
-  write_file_atomically(path, dataset.dump() + "\n");
-}
-
 struct EverythingCommand {
   ModelOptions model;
   BatchOptions batch;
@@ -133,12 +93,20 @@ struct EverythingCommand {
     if (!coco_path.empty()) require_writable(coco_path, "--coco");
     auto loaded = model.load();
     const AutomaticMaskGenerator generator(loaded, params, EncodeOptions{.precision = model.encoder_precision()});
-    const int failed = run_batch(batch, items, model.max_image_pixels, [&](const RgbImage& image, const BatchItem& item) {
-      const std::vector<AmgMask> masks = generator.generate(image);
-      const std::string name = std::filesystem::path(item.input).filename().string();
-      write_file_atomically(item.output, report(name, image, mode, masks, {}).dump() + "\n");
+    const int failed = run_batch(batch, items, [&](const BatchItem& item) -> BatchCompute {
+      return [&, image = decode_image_file(item.input, model.max_image_pixels), item]() -> BatchWrite {
+        const std::vector<AmgMask> masks = generator.generate(image);
+        const std::string name = std::filesystem::path(item.input).filename().string();
+        return [json = report(name, image, mode, masks, {}).dump() + "\n", output = item.output] {
+          write_file_atomically(output, json);
+        };
+      };
     });
-    if (!coco_path.empty()) write_coco_dataset(coco_path, items);
+    if (!coco_path.empty()) {
+      std::vector<CocoSource> sources;
+      for (const BatchItem& item : items) sources.push_back({item.input, item.output});
+      write_coco_dataset(coco_path, sources);
+    }
     if (failed > 0) throw CLI::RuntimeError(1);
   }
 

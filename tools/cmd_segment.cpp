@@ -1,64 +1,102 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "api/binary_mask.h"
+#include "api/cutout.h"
+#include "api/mask_polygons.h"
 #include "api/feature_file.h"
+#include "api/masks_overlay.h"
+#include "api/object_prompts.h"
 #include "api/overlay.h"
 #include "api/predictor.h"
 #include "api/prompt_text.h"
 #include "commands.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/mask_rle.h"
 #include "io/png_writer.h"
+#include "io/printable_text.h"
 #include "io/safetensors.h"
-#include "model_options.h"
 #include "image_output.h"
+#include "mask_input_file.h"
+#include "model_options.h"
+#include "object_file_names.h"
+#include "photo_input.h"
 #include "staged_outputs.h"
 
 namespace sam2rt::cli {
 
 namespace {
 
-// A --mask-input file: either a --logits file of an earlier run (its best
-// low_res_masks entry, as the SAM notebooks feed it back) or a single [1, L, L] tensor.
-Tensor read_mask_input(const std::string& path, int64_t low_res) {
-  const SafetensorsFile file = read_safetensors(path);
-  const Shape expected = {1, low_res, low_res};
-  auto low = file.tensors.find("low_res_masks");
-  auto iou = file.tensors.find("iou_predictions");
-  if (low != file.tensors.end() && iou != file.tensors.end()) {
-    const Tensor& masks = low->second;
-    if (masks.rank() != 3 || masks.dim(1) != low_res || masks.dim(2) != low_res ||
-        iou->second.numel() != masks.dim(0) || masks.dim(0) == 0) {
-      throw Error("--mask-input '" + path + "': low_res_masks " + shape_to_string(masks.shape()) +
-                  " does not match this model's " + shape_to_string({-1, low_res, low_res}));
-    }
-    const float* scores = iou->second.data();
-    const int64_t best = std::max_element(scores, scores + masks.dim(0)) - scores;
-    Tensor chosen(expected);
-    std::copy(masks.data() + best * low_res * low_res, masks.data() + (best + 1) * low_res * low_res, chosen.data());
-    return chosen;
+// A prompts file is a short list of clicks and boxes; anything near this size is a wrong file.
+constexpr std::uintmax_t kMaxPromptsFileBytes = 16u << 20;
+
+std::string read_prompts_text(const std::string& path) {
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw Error("--prompts '" + path + "': cannot read it: " + error.message());
+  if (size > kMaxPromptsFileBytes) {
+    throw Error("--prompts '" + path + "': " + std::to_string(size) + " bytes; a prompts file is at most " +
+                std::to_string(kMaxPromptsFileBytes >> 20) + " MiB");
   }
-  if (file.tensors.size() != 1) {
-    throw Error("--mask-input '" + path + "': expected a --logits file (low_res_masks + iou_predictions) or a "
-                "file holding one " + shape_to_string(expected) + " tensor");
-  }
-  const Tensor& t = file.tensors.begin()->second;
-  if (t.shape() != expected) {
-    throw Error("--mask-input '" + path + "': tensor has shape " + shape_to_string(t.shape()) + ", expected " +
-                shape_to_string(expected));
-  }
-  return t.clone();
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw Error("--prompts '" + path + "': cannot read it");
+  return text.str();
 }
 
-nlohmann::json mask_summary(const std::vector<uint8_t>& mask, int width, int height, float iou, int token) {
-  const MaskExtent extent = mask_extent(mask, width, height);
-  return {{"iou", iou}, {"area", extent.area}, {"bbox", extent.bbox}, {"token", token}};
+// A cut-out keeps the photo's colours and needs transparency: PNG only.
+void require_png_name(const std::string& path, const std::string& flag) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension != ".png") {
+    throw Error(flag + " '" + path + "': a cut-out is written as RGBA PNG (JPEG has no transparency); name it .png");
+  }
 }
+
+nlohmann::json mask_summary(const std::vector<uint8_t>& mask, int width, int height, float iou, int token,
+                            bool with_rle) {
+  const MaskExtent extent = mask_extent(mask, width, height);
+  nlohmann::json summary = {{"iou", iou}, {"area", extent.area}, {"bbox", extent.bbox}, {"token", token}};
+  if (with_rle) {
+    const UncompressedRle rle = encode_rle(mask.data(), height, width);
+    summary["segmentation"] = {{"size", {rle.height, rle.width}}, {"counts", coco_rle_string(rle)}};
+  }
+  return summary;
+}
+
+// One object of the run: its prompt, where its errors point, and its own output files.
+struct SegmentObject {
+  std::string name;
+  std::string origin;  // starts its errors in a run of several objects ("--prompts 'p.json': object 1")
+  Prompt prompt;
+  std::string mask_input_path;
+  std::string out_path;
+  AtomicFile* mask_file = nullptr;
+  AtomicFile* cutout_file = nullptr;
+  AtomicFile* polygons_file = nullptr;
+  AtomicFile* logits_file = nullptr;
+};
+
+// What a decoded object contributes to the run's reports.
+struct ObjectResult {
+  int64_t best = 0;
+  size_t candidates = 0;
+  float best_iou = 0;
+  int64_t best_area = 0;
+  std::vector<uint8_t> best_mask;
+  nlohmann::json report;  // best_index, object_score_logit, masks
+};
 
 struct SegmentCommand {
   ModelOptions model;
@@ -66,8 +104,9 @@ struct SegmentCommand {
   std::string features_path;
   bool force_features = false;
   std::vector<std::string> points;
-  std::string box;
+  std::vector<std::string> boxes;
   std::string mask_input_path;
+  std::string prompts_path;
   bool multimask = false;
   double max_hole_area = 0;
   double max_sprinkle_area = 0;
@@ -75,30 +114,152 @@ struct SegmentCommand {
   std::string overlay_path;
   std::string json_path;
   std::string logits_path;
+  std::string cutout_path;
+  std::string polygons_path;
+  double polygon_tolerance = 1.0;
+  bool rle = false;
+
+  // Several objects (a prompts file, or more than one box) number their per-object
+  // outputs and report a list of objects; one object keeps the single-object outputs.
+  bool several_objects() const { return !prompts_path.empty() || boxes.size() > 1; }
+
+  std::vector<SegmentObject> gather_objects() const {
+    std::vector<SegmentObject> objects;
+    if (!prompts_path.empty()) {
+      const std::string origin = "--prompts '" + prompts_path + "'";
+      const std::filesystem::path folder = std::filesystem::path(prompts_path).parent_path();
+      for (ObjectPrompt& parsed : parse_object_prompts(read_prompts_text(prompts_path), origin)) {
+        SegmentObject object;
+        object.origin = origin + ": object " + std::to_string(objects.size());
+        object.name = std::move(parsed.name);
+        object.prompt = std::move(parsed.prompt);
+        // Like an include in a config file: relative to the prompts file.
+        if (!parsed.mask_input_path.empty()) object.mask_input_path = (folder / parsed.mask_input_path).string();
+        objects.push_back(std::move(object));
+      }
+      return objects;
+    }
+    if (boxes.size() > 1) {
+      if (!points.empty() || !mask_input_path.empty()) {
+        throw Error("several --box make one object each and cannot share --point or --mask-input; give each "
+                    "object's points, box and mask input in --prompts FILE.json");
+      }
+      for (const std::string& box : boxes) {
+        SegmentObject object;
+        object.origin = "object " + std::to_string(objects.size()) + " (--box " + box + ")";
+        object.prompt.box = parse_box(box);
+        objects.push_back(std::move(object));
+      }
+      return objects;
+    }
+    SegmentObject object;
+    for (const std::string& p : points) object.prompt.points.push_back(parse_point(p));
+    if (!boxes.empty()) object.prompt.box = parse_box(boxes.front());
+    object.mask_input_path = mask_input_path;
+    objects.push_back(std::move(object));
+    return objects;
+  }
+
+  // An error about one object names it when the run has several.
+  template <typename Step>
+  void for_object(const SegmentObject& object, Step step) const {
+    if (!several_objects()) return step();
+    try {
+      step();
+    } catch (const Error& e) {
+      throw Error(object.origin + ": " + e.what());
+    }
+  }
+
+  ObjectResult segment_object(const Predictor& predictor, const SegmentObject& object, const RgbImage& image,
+                      const ModelConfig& config) const {
+    const MaskPrediction result = predictor.predict(object.prompt, multimask);
+    const auto& ious = result.iou_predictions;
+    ObjectResult out;
+    out.best = std::max_element(ious.begin(), ious.end()) - ious.begin();
+    out.best_iou = ious[static_cast<size_t>(out.best)];
+    out.candidates = ious.size();
+    out.best_mask = threshold_mask(result.masks, out.best, config.mask_threshold);
+    const std::vector<uint8_t> mask_png = encode_png_gray8(out.best_mask.data(), image.width, image.height);
+    object.mask_file->write(mask_png.data(), mask_png.size());
+    if (object.cutout_file) {
+      for_object(object, [&] {
+        const Cutout cutout = cut_out(image, out.best_mask);
+        const std::vector<uint8_t> png = encode_png_rgba8(cutout.rgba.data(), cutout.width, cutout.height);
+        object.cutout_file->write(png.data(), png.size());
+      });
+    }
+    if (object.polygons_file) {
+      const nlohmann::json polygons = {
+          {"width", image.width},
+          {"height", image.height},
+          {"tolerance", polygon_tolerance},
+          {"polygons", polygons_json(mask_polygons(out.best_mask, image.width, image.height, polygon_tolerance))}};
+      const std::string text = polygons.dump() + "\n";
+      object.polygons_file->write(text.data(), text.size());
+    }
+    if (object.logits_file) {
+      Tensor iou_tensor({static_cast<int64_t>(ious.size())});
+      std::copy(ious.begin(), ious.end(), iou_tensor.data());
+      write_safetensors(*object.logits_file,
+                        {{"masks", result.masks},
+                         {"low_res_masks", result.low_res_masks},
+                         {"iou_predictions", iou_tensor},
+                         {"object_score_logits", Tensor::filled({1, 1}, result.object_score_logit)}},
+                        {{"format", "sam2rt.logits.v1"}, {"image", image_path}});
+    }
+    out.report = {{"best_index", out.best},
+                  {"object_score_logit", result.object_score_logit},
+                  {"masks", nlohmann::json::array()}};
+    for (size_t i = 0; i < ious.size(); ++i) {
+      const auto mask = static_cast<int64_t>(i) == out.best
+                            ? out.best_mask
+                            : threshold_mask(result.masks, static_cast<int64_t>(i), config.mask_threshold);
+      out.report["masks"].push_back(
+          mask_summary(mask, image.width, image.height, ious[i], result.token_indices[i], rle));
+    }
+    out.best_area = out.report["masks"][static_cast<size_t>(out.best)]["area"].get<int64_t>();
+    return out;
+  }
 
   void run() const {
     const auto process_start = std::chrono::steady_clock::now();
+    std::vector<SegmentObject> objects = gather_objects();
+    const bool several = several_objects();
     StagedOutputs outputs;
-    AtomicFile* mask_file = outputs.add(out_path, "--out");
+    for (size_t i = 0; i < objects.size(); ++i) {
+      auto per_object = [&](const std::string& path) { return several ? object_file_name(path, i) : path; };
+      SegmentObject& object = objects[i];
+      object.out_path = per_object(out_path);
+      object.mask_file = outputs.add(object.out_path, "--out");
+      if (!cutout_path.empty()) object.cutout_file = outputs.add(per_object(cutout_path), "--cutout");
+      if (!polygons_path.empty()) object.polygons_file = outputs.add(per_object(polygons_path), "--polygons");
+      if (!logits_path.empty()) object.logits_file = outputs.add(per_object(logits_path), "--logits");
+    }
     AtomicFile* overlay_file = outputs.add(overlay_path, "--overlay");
     const bool json_to_stdout = json_path == "-";
     AtomicFile* json_file = outputs.add(json_to_stdout ? "" : json_path, "--json");
-    AtomicFile* logits_file = outputs.add(logits_path, "--logits");
-    image_format_for(out_path, "--out", false);  // refuses a name asking for another format, before any work
+    // Names asking for another format are refused before any work.
+    image_format_for(out_path, "--out", false);
     const ImageFormat overlay_format =
         overlay_path.empty() ? ImageFormat::png : image_format_for(overlay_path, "--overlay", true);
-    Prompt prompt;
-    for (const std::string& p : points) prompt.points.push_back(parse_point(p));
-    if (!box.empty()) prompt.box = parse_box(box);
+    if (!cutout_path.empty()) require_png_name(cutout_path, "--cutout");
 
     auto loaded = model.load();
     const ModelConfig& config = loaded->config();
-    if (!mask_input_path.empty()) prompt.mask_input = read_mask_input(mask_input_path, config.low_res_mask_size());
+    for (SegmentObject& object : objects) {
+      if (object.mask_input_path.empty()) continue;
+      const std::string origin = several ? object.origin + ", \"mask_input\" '" + printable(object.mask_input_path) + "'"
+                                         : "--mask-input '" + object.mask_input_path + "'";
+      object.prompt.mask_input = read_mask_input(object.mask_input_path, config.low_res_mask_size(), origin);
+    }
 
     Predictor predictor(loaded, MaskFill{config.mask_threshold, max_hole_area, max_sprinkle_area});
-    const RgbImage image = decode_image_file(image_path, model.max_image_pixels);
+    const RgbImage image = read_photo(image_path, model.max_image_pixels);
     // Refuse a bad prompt now rather than after the image encoder has run.
-    validate_prompt(prompt, image.width, image.height, config);
+    for (const SegmentObject& object : objects) {
+      for_object(object, [&] { validate_prompt(object.prompt, image.width, image.height, config); });
+    }
     double encode_ms = 0.0;
     if (!features_path.empty()) {
       FeatureFile features = read_feature_file(features_path);
@@ -113,43 +274,46 @@ struct SegmentCommand {
       predictor.set_image(image, EncodeOptions{.precision = model.encoder_precision()});
       encode_ms = milliseconds_since(start);
     }
+
+    // One object at a time: only the best masks (as RLE, for the overlay) outlive it.
     const auto decode_start = std::chrono::steady_clock::now();
-    const MaskPrediction result = predictor.predict(prompt, multimask);
+    std::vector<ObjectResult> results;
+    std::vector<UncompressedRle> best_masks;
+    for (size_t i = 0; i < objects.size(); ++i) {
+      results.push_back(segment_object(predictor, objects[i], image, config));
+      ObjectResult& result = results.back();
+      if (overlay_file && several) best_masks.push_back(encode_rle(result.best_mask.data(), image.height, image.width));
+      if (several) result.best_mask = {};
+    }
     const double decode_ms = milliseconds_since(decode_start);
 
-    const auto& ious = result.iou_predictions;
-    const int64_t best = std::max_element(ious.begin(), ious.end()) - ious.begin();
-    const std::vector<uint8_t> best_mask = threshold_mask(result.masks, best, config.mask_threshold);
-    const std::vector<uint8_t> mask_png = encode_png_gray8(best_mask.data(), image.width, image.height);
-    mask_file->write(mask_png.data(), mask_png.size());
     if (overlay_file) {
-      const RgbImage overlay = render_overlay(image, best_mask, prompt);
+      RgbImage overlay;
+      if (several) {
+        overlay = render_masks_overlay(image, best_masks);
+        for (const SegmentObject& object : objects) draw_prompt_markers(overlay, object.prompt);
+      } else {
+        overlay = render_overlay(image, results.front().best_mask, objects.front().prompt);
+      }
       const std::vector<uint8_t> bytes = encode_rgb8(overlay_format, overlay.pixels.data(), overlay.width, overlay.height);
       overlay_file->write(bytes.data(), bytes.size());
-    }
-    if (logits_file) {
-      Tensor iou_tensor({static_cast<int64_t>(ious.size())});
-      std::copy(ious.begin(), ious.end(), iou_tensor.data());
-      write_safetensors(*logits_file,
-                        {{"masks", result.masks},
-                         {"low_res_masks", result.low_res_masks},
-                         {"iou_predictions", iou_tensor},
-                         {"object_score_logits", Tensor::filled({1, 1}, result.object_score_logit)}},
-                        {{"format", "sam2rt.logits.v1"}, {"image", image_path}});
     }
     nlohmann::json report = {{"image", image_path},
                              {"width", image.width},
                              {"height", image.height},
                              {"model", model.source().describe(config)},
-                             {"multimask", multimask},
-                             {"best_index", best},
-                             {"object_score_logit", result.object_score_logit},
-                             {"masks", nlohmann::json::array()}};
-    for (size_t i = 0; i < ious.size(); ++i) {
-      const auto mask = static_cast<int64_t>(i) == best ? best_mask
-                                                          : threshold_mask(result.masks, static_cast<int64_t>(i),
-                                                                           config.mask_threshold);
-      report["masks"].push_back(mask_summary(mask, image.width, image.height, ious[i], result.token_indices[i]));
+                             {"multimask", multimask}};
+    if (several) {
+      report["objects"] = nlohmann::json::array();
+      for (size_t i = 0; i < objects.size(); ++i) {
+        nlohmann::json entry = results[i].report;
+        entry["index"] = i;
+        if (!objects[i].name.empty()) entry["name"] = objects[i].name;
+        entry["out"] = objects[i].out_path;
+        report["objects"].push_back(std::move(entry));
+      }
+    } else {
+      report.update(results.front().report);
     }
     report["timing_ms"] = {{"encode", encode_ms}, {"decode", decode_ms}, {"total", milliseconds_since(process_start)}};
     const std::string json = report.dump(2) + "\n";
@@ -157,10 +321,16 @@ struct SegmentCommand {
     outputs.commit_all();
     if (json_to_stdout) std::fputs(json.c_str(), stdout);
     // With the JSON on stdout, the human summary goes to stderr.
-    std::fprintf(json_to_stdout ? stderr : stdout, "mask %lld of %zu: predicted IoU %.3f, area %lld px -> %s (encode %.0f ms, decode %.1f ms)\n",
-                static_cast<long long>(best), ious.size(), ious[static_cast<size_t>(best)],
-                report["masks"][static_cast<size_t>(best)]["area"].get<long long>(), out_path.c_str(), encode_ms,
-                decode_ms);
+    std::FILE* summary = json_to_stdout ? stderr : stdout;
+    for (size_t i = 0; i < objects.size(); ++i) {
+      const ObjectResult& r = results[i];
+      std::fprintf(summary, "%smask %lld of %zu: predicted IoU %.3f, area %lld px -> %s%s",
+                   several ? ("object " + std::to_string(i) + ": ").c_str() : "", static_cast<long long>(r.best),
+                   r.candidates, r.best_iou, static_cast<long long>(r.best_area), objects[i].out_path.c_str(),
+                   several ? "\n" : "");
+    }
+    if (several) std::fprintf(summary, "%zu objects", objects.size());
+    std::fprintf(summary, " (encode %.0f ms, decode %.1f ms)\n", encode_ms, decode_ms);
   }
 };
 
@@ -170,9 +340,20 @@ void register_segment(CLI::App& app) {
   auto command = std::make_shared<SegmentCommand>();
   CLI::App* sub = app.add_subcommand(
       "segment",
-      "Segment an object from clicks and/or a box: encodes the photo (or reuses --features from `sam2rt "
-      "encode`) and writes the best mask as a PNG at the photo's size. Coordinates are pixels of the "
-      "original photo.");
+      "Segment objects from clicks and/or boxes: encodes the photo (or reuses --features from `sam2rt "
+      "encode`) and writes each object's best mask as a PNG at the photo's size. Coordinates are pixels of the "
+      "original photo.\n"
+      "One object: --point, --box and --mask-input together prompt it. Several objects: repeat --box (each box "
+      "one object, as the official predictor takes a B x 4 box array) or give --prompts FILE.json. With several "
+      "objects, object I's --out, --cutout, --polygons and --logits go to NAME_I.EXT (--out mask.png: mask_0.png, "
+      "mask_1.png, ...), the --json report lists them under \"objects\" and the --overlay shows every object "
+      "in its own colour with its prompts.\n"
+      "--prompts FILE.json: a list with one entry per object, each with any of\n"
+      "  \"points\": [[X, Y], [X, Y, LABEL], ...] (LABEL 1 = object, the default; 0 = background),\n"
+      "  \"box\": [X0, Y0, X1, Y1], \"mask_input\": \"file.safetensors\" (as --mask-input, relative to "
+      "FILE.json's folder),\n"
+      "  \"name\": \"cat\" (carried into the reports). At most 256 objects; e.g.\n"
+      "  [{\"name\": \"cat\", \"points\": [[110, 41]]}, {\"box\": [80, 15, 140, 65], \"points\": [[100, 40, 0]]}]");
   command->model.add_to(*sub);
   sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
   sub->add_option("--features", command->features_path,
@@ -183,15 +364,27 @@ void register_segment(CLI::App& app) {
   sub->add_flag("--force-features", command->force_features,
                 "use --features even when their record names another model, config or preprocessing (or none)")
       ->needs("--features");
-  sub->add_option("--point", command->points,
-                  "click X,Y[,LABEL]; LABEL 1 = object (default), 0 = background. Several clicks on the object: "
-                  "repeat --point or list them after it (--point 390,440 200,100,0)")
-      ->type_name("X,Y[,L]")
-      ->allow_extra_args(true);
-  sub->add_option("--box", command->box, "box X0,Y0,X1,Y1")->type_name("X0,Y0,X1,Y1");
-  sub->add_option("--mask-input", command->mask_input_path,
-                  "low-res mask prompt: a --logits file of an earlier run, or one [1,256,256] tensor")
-      ->check(CLI::ExistingFile);
+  CLI::Option* point = sub->add_option("--point", command->points,
+                                       "click X,Y[,LABEL]; LABEL 1 = object (default), 0 = background. Several "
+                                       "clicks on the object: repeat --point or list them after it (--point "
+                                       "390,440 200,100,0)")
+                           ->type_name("X,Y[,L]")
+                           ->allow_extra_args(true);
+  CLI::Option* box = sub->add_option("--box", command->boxes,
+                                     "box X0,Y0,X1,Y1; several boxes (repeated or listed) are several objects, "
+                                     "one mask each")
+                         ->type_name("X0,Y0,X1,Y1")
+                         ->allow_extra_args(true);
+  CLI::Option* mask_input = sub->add_option("--mask-input", command->mask_input_path,
+                                            "low-res mask prompt: a --logits file of an earlier run, or one "
+                                            "[1,256,256] tensor")
+                                ->check(CLI::ExistingFile);
+  sub->add_option("--prompts", command->prompts_path,
+                  "JSON list of objects, each with points, box and/or mask_input (the format is above)")
+      ->check(CLI::ExistingFile)
+      ->excludes(point)
+      ->excludes(box)
+      ->excludes(mask_input);
   sub->add_flag("--multimask", command->multimask, "return 3 candidate masks (the best is written to --out)");
   sub->add_option("--max-hole-area", command->max_hole_area,
                   "fill holes (8-connected background regions) of at most this area, in pixels of the low-res "
@@ -205,11 +398,30 @@ void register_segment(CLI::App& app) {
       ->type_name("AREA");
   sub->add_option("--out", command->out_path, "mask PNG (.png), 8-bit, 255 = object")->required();
   sub->add_option("--overlay", command->overlay_path,
-                  "the photo with the mask and prompts drawn on it: .png, or .jpg/.jpeg (JPEG quality 90)");
-  sub->add_option("--json", command->json_path,
-                  "JSON with every mask's predicted IoU, area, bbox and the object score; - writes it to stdout");
+                  "the photo with the masks (several objects: each in its own colour) and the prompts drawn on it: "
+                  ".png, or .jpg/.jpeg (JPEG quality 90)");
+  CLI::Option* json = sub->add_option(
+      "--json", command->json_path,
+      "JSON with every mask's predicted IoU, area, bbox and the object score; - writes it to stdout");
   sub->add_option("--logits", command->logits_path,
                   ".safetensors with masks, low_res_masks, iou_predictions, object_score_logits");
+  sub->add_option("--cutout", command->cutout_path,
+                  "RGBA PNG of the object cut out of the photo: the best mask's bounding box, transparent outside "
+                  "the mask (an empty mask is an error)");
+  sub->add_option("--polygons", command->polygons_path,
+                  "JSON with the best mask's outlines as polygons in pixel coordinates: {\"polygons\": [{\"exterior\": "
+                  "[[x, y], ...], \"holes\": [[[x, y], ...], ...]}, ...]}, one entry per 8-connected part (OpenCV "
+                  "findContours, simplified by Douglas-Peucker with --polygon-tolerance)");
+  sub->add_option("--polygon-tolerance", command->polygon_tolerance,
+                  "largest distance in pixels a simplified outline may stray from the mask's boundary pixels (0 keeps "
+                  "every boundary pixel)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("PX");
+  sub->add_flag("--rle", command->rle,
+                "add \"segmentation\": {\"size\": [h, w], \"counts\": \"...\"} (COCO compressed RLE, what "
+                "pycocotools.mask.encode gives) to every mask in --json")
+      ->needs(json);
   sub->callback([command] { command->run(); });
 }
 

@@ -43,10 +43,15 @@ class HttpError : public std::runtime_error {
   int status;
 };
 
+// With the charset parameter httplib leaves the answer uncompressed: for a bare
+// "application/json" it picks Brotli at its slowest quality whenever the client
+// accepts it (browsers do), which adds about 100 ms to a 50 KB mask answer.
+constexpr const char* kJsonType = "application/json; charset=utf-8";
+
 void reply_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(), "application/json");
+  res.set_content(body.dump(), kJsonType);
 }
 
 void reply_error(httplib::Response& res, int status, const std::string& message) {
@@ -298,7 +303,11 @@ class SegmentServer {
                       : "request too large: uploads are limited to " + std::to_string(options_.max_upload_mb) +
                             " MB (--max-upload-mb)";
         break;
-      case 400: message = "malformed HTTP request"; break;
+      case 400:
+        message = req.get_header_value("Content-Type").starts_with("multipart/form-data")
+                      ? "malformed multipart/form-data body: send the image as a file field (curl -F file=@photo.jpg)"
+                      : "malformed HTTP request";
+        break;
       default: message = "request failed with HTTP status " + std::to_string(res.status); break;
     }
     reply_error(res, res.status, message);
@@ -322,14 +331,34 @@ class SegmentServer {
                 {"cache_budget_bytes", images_.budget()}});
   }
 
+  // The image of an upload: the body's bytes, or the one file of a multipart/form-data
+  // body (curl -F file=@photo.jpg; the field's name does not matter), or its one
+  // field when it has no file (curl -F "file=<photo.jpg").
+  static const std::string& uploaded_bytes(const httplib::Request& req) {
+    if (!req.is_multipart_form_data()) {
+      if (req.body.empty()) throw HttpError(400, "empty upload: send the image file's bytes (PNG or JPEG) as the body");
+      return req.body;
+    }
+    const httplib::MultipartFormData* file = nullptr;
+    for (const auto& [name, part] : req.files) {
+      if (part.filename.empty()) continue;
+      if (file) throw HttpError(400, "multipart upload holds several files; send one image per request");
+      file = &part;
+    }
+    if (!file && req.files.size() == 1) file = &req.files.begin()->second;
+    if (!file) throw HttpError(400, "multipart upload holds no file: send the image as a file field (curl -F file=@photo.jpg)");
+    if (file->content.empty()) throw HttpError(400, "the uploaded file '" + file->filename.substr(0, 64) + "' is empty");
+    return file->content;
+  }
+
   void upload(const httplib::Request& req, httplib::Response& res) {
-    if (req.body.empty()) throw HttpError(400, "empty upload: send the image file's bytes (PNG or JPEG) as the body");
-    if (static_cast<int64_t>(req.body.size()) > options_.max_upload_mb * kMiB) {
-      throw HttpError(413, "upload too large: " + std::to_string(req.body.size()) + " bytes, at most " +
+    const std::string& bytes = uploaded_bytes(req);
+    if (static_cast<int64_t>(bytes.size()) > options_.max_upload_mb * kMiB) {
+      throw HttpError(413, "upload too large: " + std::to_string(bytes.size()) + " bytes, at most " +
                                std::to_string(options_.max_upload_mb) + " MB (--max-upload-mb)");
     }
     const auto slot = encodes_.enter();
-    RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(req.body.data()), req.body.size(),
+    RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
                                         "uploaded image", options_.model.max_image_pixels);
     const int width = image.width, height = image.height;
     const auto start = std::chrono::steady_clock::now();
@@ -353,7 +382,7 @@ class SegmentServer {
     const SegmentRequest request = parse_segment_request(req.body, predictor.orig_width(), predictor.orig_height(),
                                                          SegmentLimits{options_.max_points});
     const auto start = std::chrono::steady_clock::now();
-    const MaskPrediction prediction = predictor.predict(request.prompt, request.multimask);
+    const MaskPrediction prediction = predict_segment_request(predictor, request);
     const double decode_ms = milliseconds_since(start);
     reply_json(res, 200, segment_response(prediction, model_->config().mask_threshold, request.format, decode_ms));
   }
@@ -395,6 +424,16 @@ bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
 
+// The thread that waits for SIGINT/SIGTERM. Threads that libraries start before
+// main (OpenBLAS, loaded with OpenCV, starts its workers at load time) do not
+// block those signals, so one of them may receive it: the handler hands it on.
+std::atomic<pthread_t> stop_signal_waiter;
+std::atomic<bool> stop_signal_waiter_ready{false};
+
+extern "C" void forward_stop_signal(int signal_number) {
+  if (stop_signal_waiter_ready) pthread_kill(stop_signal_waiter, signal_number);
+}
+
 void serve(const ServeOptions& options) {
   // SIGINT/SIGTERM stop the server cleanly; a dedicated thread waits for them so
   // that no work happens inside a signal handler. SIGUSR1 releases that thread
@@ -417,6 +456,9 @@ void serve(const ServeOptions& options) {
     int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
+  // Answers go out at once: with Nagle's algorithm a mask's body waits for the
+  // client's delayed ACK of the headers (40 ms and more on Linux).
+  server.set_tcp_nodelay(true);
   api.add_routes(server);
 
   int port = options.port;
@@ -448,11 +490,20 @@ void serve(const ServeOptions& options) {
     }
   });
 
+  stop_signal_waiter = stopper.native_handle();
+  stop_signal_waiter_ready = true;
+  struct sigaction forward {};
+  forward.sa_handler = forward_stop_signal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &forward, nullptr);
+  sigaction(SIGTERM, &forward, nullptr);
+
   std::printf("http://%s:%d/\n", url_host(options.host).c_str(), port);
   std::fflush(stdout);
   std::fprintf(stderr, "serve: open the URL above in a browser; Ctrl+C stops the server\n");
   const bool listened = server.listen_after_bind();
   finished = true;
+  stop_signal_waiter_ready = false;
   pthread_kill(stopper.native_handle(), SIGUSR1);
   stopper.join();
   if (!listened) throw Error("the server stopped unexpectedly on " + options.host + ":" + std::to_string(port));
@@ -465,8 +516,9 @@ void register_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "serve",
       "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
-      "click (object), right-click or shift+click (background) or drag (box) to see the mask, or press Everything to "
-      "see every mask, plus the JSON API the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
+      "click (object), right-click or shift+click (background) or drag (box) to see the mask, keep several objects "
+      "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask, plus the JSON API "
+      "the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
   options->model.add_to(*sub);
   sub->add_option("--host", options->host, "address to listen on; anything but loopback exposes the server")
       ->default_val("127.0.0.1");

@@ -12,7 +12,11 @@ below, and `import sam2` gets a stand-in hydra module (its __init__ only
 registers the config module), and so does iopath; torch 1.13 gets scaled_dot_product_attention as softmax(q k^T / sqrt(d)) v. Weights: generated(salt) of
 ../shared/spec/fixture-weights.md, so the filters keep what the golden keeps.
 Prints the generate() time of each run and the number of masks; the model
-build and the weights are not timed.
+build and the weights are not timed. Debian's torch 1.13 runs every Linear and
+matmul through libblas.so.3, which is netlib's scalar single-threaded reference
+BLAS unless the package's recommended fast one is installed (`apt-get install
+libopenblas0-pthread`, ~10x here): the BLAS in use is printed, and the reference
+one is refused (--allow-reference-blas to time it anyway).
 """
 import argparse
 import importlib
@@ -93,6 +97,7 @@ def main():
     ap.add_argument("--case", default=os.path.join(os.path.dirname(__file__), "../../../shared/fixtures/amg/tiny_g16.json"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--allow-reference-blas", action="store_true")
     args = ap.parse_args()
 
     import torch
@@ -100,6 +105,11 @@ def main():
     from PIL import Image
 
     torch.set_num_threads(args.threads)
+    blas = sorted({line.split()[-1] for line in open("/proc/self/maps") if "blas" in line.rsplit("/", 1)[-1]})
+    print("BLAS loaded:", ", ".join(blas) or "none found", flush=True)
+    if any("/blas/libblas" in path for path in blas) and not args.allow_reference_blas:
+        sys.exit("the netlib reference BLAS is in use (slow, one thread): apt-get install libopenblas0-pthread, "
+                 "or --allow-reference-blas")
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         # torch < 2.0 (Debian 12 has 1.13): the same product in plain operations.
         def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):

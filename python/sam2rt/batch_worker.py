@@ -24,7 +24,7 @@ class JobSpec:
     kind: str  # "encode" | "everything"
     checkpoint: str = ""
     synthetic_salt: str = ""
-    variant: str = "tiny"
+    variant: str = ""  # empty: detected from the checkpoint (tiny for synthetic weights), as the CLI does
     config_path: str = ""
     precision: str = "fp32"
     max_image_pixels: int = 100_000_000
@@ -32,6 +32,11 @@ class JobSpec:
     # everything: official parameter names -> values, and the JSON's segmentation format.
     amg_params: tuple = ()
     output_mode: str = "coco_rle"
+    # encode: how the features are stored and what besides the decoder-ready set (`sam2rt encode`'s
+    # --feature-dtype, --all-features, --pos-enc).
+    feature_dtype: str = "float32"
+    all_features: bool = False
+    pos_enc: bool = False
     # Compute threads per task; None: the cores of the worker's machine shared among
     # the Dask threads of all workers there (dask_threads_by_host).
     threads: Optional[int] = None
@@ -39,7 +44,8 @@ class JobSpec:
 
     def engine_key(self):
         return (self.kind, self.checkpoint, self.synthetic_salt, self.variant, self.config_path, self.precision,
-                self.max_image_pixels, self.amg_params, self.output_mode)
+                self.max_image_pixels, self.amg_params, self.output_mode, self.feature_dtype, self.all_features,
+                self.pos_enc)
 
 
 class ModelLoadError(RuntimeError):
@@ -70,7 +76,7 @@ def _load_engine(spec):
         model = _sam2rt.BatchModel.load(spec.checkpoint, spec.synthetic_salt, spec.variant, spec.config_path,
                                         spec.precision, spec.max_image_pixels)
         if spec.kind == "encode":
-            return _sam2rt.BatchEncoder(model)
+            return _sam2rt.BatchEncoder(model, spec.feature_dtype, spec.all_features, spec.pos_enc)
         return _sam2rt.BatchSegmenter(model, dict(spec.amg_params), spec.output_mode)
     except (RuntimeError, ValueError) as error:
         raise ModelLoadError(f"cannot load the model: {error}") from None

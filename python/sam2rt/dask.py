@@ -145,7 +145,7 @@ def _model_spec(kind, checkpoint, synthetic_weights, config, variant, precision,
         kind=kind,
         checkpoint=os.fspath(checkpoint) if checkpoint is not None else "",
         synthetic_salt=str(synthetic_weights) if synthetic_weights is not None else "",
-        variant=variant,
+        variant=variant or "",
         config_path=os.fspath(config) if config is not None else "",
         precision=precision,
         max_image_pixels=max_image_pixels,
@@ -167,17 +167,26 @@ def _prepared(spec, out_dir, input_dir, input_list):
     return BatchJob(spec, items, out_dir)
 
 
+FEATURE_DTYPES = ("float32", "bfloat16", "float16")
+
+
 def prepare_encode(out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
-                   synthetic_weights=None, config=None, variant="tiny", precision="fp32",
-                   max_image_pixels=100_000_000, threads=None):
-    """Checks an encode job (arguments, inputs, output folder) without a cluster; ValueError otherwise."""
-    spec = _model_spec("encode", checkpoint, synthetic_weights, config, variant, precision, max_image_pixels,
-                       threads, overwrite)
+                   synthetic_weights=None, config=None, variant=None, precision="fp32",
+                   max_image_pixels=100_000_000, threads=None, feature_dtype="float32", all_features=False,
+                   pos_enc=False):
+    """Checks an encode job (arguments, inputs, output folder) without a cluster; ValueError otherwise.
+
+    feature_dtype, all_features, pos_enc: `sam2rt encode`'s --feature-dtype, --all-features, --pos-enc."""
+    if feature_dtype not in FEATURE_DTYPES:
+        raise ValueError(f"feature_dtype must be one of {', '.join(FEATURE_DTYPES)}, got {feature_dtype!r}")
+    spec = replace(_model_spec("encode", checkpoint, synthetic_weights, config, variant, precision,
+                               max_image_pixels, threads, overwrite),
+                   feature_dtype=feature_dtype, all_features=bool(all_features), pos_enc=bool(pos_enc))
     return _prepared(spec, out_dir, input_dir, input_list)
 
 
 def prepare_everything(out_dir, input_dir=None, input_list=None, overwrite=False, checkpoint=None,
-                       synthetic_weights=None, config=None, variant="tiny", precision="fp32",
+                       synthetic_weights=None, config=None, variant=None, precision="fp32",
                        max_image_pixels=100_000_000, threads=None, output_mode="coco_rle", coco=None,
                        **amg_params):
     """Checks an everything job (arguments, generator parameters, inputs, output folder) without a cluster.
@@ -197,17 +206,18 @@ def prepare_everything(out_dir, input_dir=None, input_list=None, overwrite=False
 
 
 def encode(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
-    """`sam2rt encode --decoder-ready` on every input: OUT/<name>.safetensors per image.
+    """`sam2rt encode --input-dir/--input-list --out-dir` on every input: OUT/<name>.safetensors per image.
 
     options: those of prepare_encode (input_dir or input_list, checkpoint or
-    synthetic_weights, config or variant, overwrite, precision, max_image_pixels, threads)."""
+    synthetic_weights, config or variant (default: detected from the checkpoint), overwrite, precision,
+    max_image_pixels, threads, feature_dtype, all_features, pos_enc)."""
     return run_job(client, prepare_encode(out_dir, **options), batch_size, progress)
 
 
 def everything(client, out_dir, batch_size=DEFAULT_BATCH_SIZE, progress=None, **options):
     """`sam2rt everything --input-dir/--input-list --out-dir` on every input: OUT/<name>.json per image.
 
-    options: those of prepare_encode, output_mode, coco, and SAM2AutomaticMaskGenerator's
+    options: those of prepare_encode but the feature ones, output_mode, coco, and SAM2AutomaticMaskGenerator's
     parameters under their official names (points_per_side, pred_iou_thresh, crop_n_layers,
     point_grids, ...)."""
     return run_job(client, prepare_everything(out_dir, **options), batch_size, progress)

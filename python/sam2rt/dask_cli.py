@@ -66,8 +66,9 @@ def _add_model_options(command):
     weights.add_argument("--synthetic-weights", metavar="SALT",
                          help="deterministic generated weights with this salt (decimal or 0x hex); meaningless masks")
     architecture = command.add_mutually_exclusive_group()
-    architecture.add_argument("--variant", choices=["tiny", "small", "base_plus", "large"], default="tiny",
-                              help="built-in architecture (default: tiny)")
+    architecture.add_argument("--variant", choices=["tiny", "small", "base_plus", "large"],
+                              help="built-in architecture (default: detected from the checkpoint's tensor shapes; "
+                                   "tiny for synthetic weights)")
     architecture.add_argument("--config", help="official-format SAM 2.1 YAML config (instead of --variant)")
     command.add_argument("--threads", type=_positive,
                          help="compute threads per task (default: the machine's cores divided by the Dask threads "
@@ -93,7 +94,7 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog="python3 -m sam2rt.dask",
         description="sam2rt's batch jobs (encode, everything) over a Dask cluster; outputs with the names and "
-                    "bytes of `sam2rt encode --decoder-ready` / `sam2rt everything --input-dir ... --out-dir ...`.")
+                    "bytes of `sam2rt encode|everything --input-dir ... --out-dir ...`.")
     cluster = parser.add_mutually_exclusive_group(required=True)
     cluster.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://HOST:8786")
     cluster.add_argument("--local", metavar="N", type=_positive,
@@ -104,6 +105,11 @@ def _parser():
     encode = commands.add_parser("encode", help="one decoder-ready .safetensors per image")
     _add_model_options(encode)
     _add_batch_options(encode)
+    encode.add_argument("--feature-dtype", choices=jobs.FEATURE_DTYPES, default="float32",
+                        help="how the features are stored: float32 (exact), bfloat16 or float16 (half the size)")
+    encode.add_argument("--all-features", action="store_true",
+                        help="also write the neck's outputs neck.level0..2")
+    encode.add_argument("--pos-enc", action="store_true", help="also write the sine position encodings neck.pos0..2")
     everything = commands.add_parser("everything", help="one annotations JSON per image (segment everything)")
     _add_model_options(everything)
     _add_batch_options(everything)
@@ -185,7 +191,8 @@ def _prepare(args):
         checkpoint=args.model, synthetic_weights=args.synthetic_weights, config=args.config, variant=args.variant,
         precision=args.precision, max_image_pixels=args.max_image_pixels, threads=args.threads)
     if args.command == "encode":
-        return jobs.prepare_encode(**options)
+        return jobs.prepare_encode(feature_dtype=args.feature_dtype, all_features=args.all_features,
+                                   pos_enc=args.pos_enc, **options)
     return jobs.prepare_everything(output_mode=args.output_mode, coco=args.coco, **options, **_amg_params(args))
 
 

@@ -7,14 +7,12 @@
 
 #include "api/amg_json.h"
 #include "api/automatic_mask_generator.h"
-#include "api/feature_file.h"
-#include "api/predictor.h"
+#include "api/feature_encoder.h"
 #include "bindings.h"
 #include "compute_threads.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/image.h"
-#include "io/mask_rle.h"
 #include "model/synthetic_weights.h"
 
 namespace py = pybind11;
@@ -28,7 +26,8 @@ namespace {
 // writes has the bytes `sam2rt encode` or `sam2rt everything` would write.
 struct BatchModel {
   std::shared_ptr<const Sam2Model> model;
-  std::string description;
+  std::string description;           // as `sam2rt everything` names the weights in its reports
+  std::string resolved_description;  // as `sam2rt encode` names them: the architecture resolved
   Precision precision = Precision::fp32;
   int64_t max_image_pixels = kDefaultMaxImagePixels;
 };
@@ -59,6 +58,7 @@ BatchModel load_batch_model(const std::string& checkpoint, const std::string& sy
   apply_compute_threads();
   loaded.model = Sam2Model::load(source);
   loaded.description = source.describe();
+  loaded.resolved_description = source.describe(loaded.model->config());
   return loaded;
 }
 
@@ -133,26 +133,37 @@ void create_parent_folder(const std::string& output) {
   if (error) throw Error("'" + parent.string() + "': cannot create the folder (" + error.message() + ")");
 }
 
-// `sam2rt encode --decoder-ready` for one file of a batch; the features file is
-// written atomically (temporary file + rename).
+StoredDtype stored_dtype(const std::string& name) {
+  try {
+    return parse_feature_dtype(name);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+// `sam2rt encode` for one file of a batch, through the CLI's FeatureEncoder; the
+// features file is written atomically (temporary file + rename).
 class BatchEncoder {
  public:
-  explicit BatchEncoder(BatchModel model) : model_(std::move(model)) {}
+  BatchEncoder(const BatchModel& model, const std::string& feature_dtype, bool all_features, bool position_encodings)
+      : max_image_pixels_(model.max_image_pixels),
+        encoder_(model.model, model.resolved_description,
+                 FeatureFileOptions{.all_features = all_features,
+                                    .position_encodings = position_encodings,
+                                    .precision = model.precision,
+                                    .dtype = stored_dtype(feature_dtype)}) {}
 
   void process(const std::string& input, const std::string& output) const {
     py::gil_scoped_release no_gil;
     apply_compute_threads();
-    const RgbImage image = decode_image_file(input, model_.max_image_pixels);
-    Predictor predictor(model_.model);
-    predictor.set_image(image, EncodeOptions{.precision = model_.precision});
+    const EncodedImage encoded = encoder_.encode(encoder_.prepare(decode_image_file(input, max_image_pixels_)));
     create_parent_folder(output);
-    write_feature_file(output, predictor.encoder_outputs(),
-                       identify_model(model_.model->config(), model_.model->weights()), model_.description,
-                       image.width, image.height, FeatureFileOptions{.precision = model_.precision});
+    encoder_.write(output, encoded);
   }
 
  private:
-  BatchModel model_;
+  int64_t max_image_pixels_;
+  FeatureEncoder encoder_;
 };
 
 // `sam2rt everything` for one file of a batch: the per-image JSON of
@@ -190,21 +201,16 @@ void bind_batch(py::module_& module) {
                   py::arg("config_path"), py::arg("precision"), py::arg("max_image_pixels"))
       .def_property_readonly("description", [](const BatchModel& m) { return m.description; });
   py::class_<BatchEncoder>(module, "BatchEncoder",
-                           "Writes the file of `sam2rt encode --decoder-ready` for one image of a batch.")
-      .def(py::init<BatchModel>(), py::arg("model"))
+                           "Writes the file of `sam2rt encode` for one image of a batch.")
+      .def(py::init<const BatchModel&, const std::string&, bool, bool>(), py::arg("model"),
+           py::arg("feature_dtype") = "float32", py::arg("all_features") = false,
+           py::arg("position_encodings") = false)
       .def("process", &BatchEncoder::process, py::arg("input"), py::arg("output"));
   py::class_<BatchSegmenter>(module, "BatchSegmenter",
                              "Writes the JSON of `sam2rt everything --input-dir` for one image of a batch.")
       .def(py::init<BatchModel, const py::dict&, const std::string&>(), py::arg("model"), py::arg("params"),
            py::arg("output_mode"))
       .def("process", &BatchSegmenter::process, py::arg("input"), py::arg("output"));
-  module.def(
-      "coco_rle_string",
-      [](int64_t height, int64_t width, std::vector<int64_t> counts) {
-        return coco_rle_string(UncompressedRle{height, width, std::move(counts)});
-      },
-      py::arg("height"), py::arg("width"), py::arg("counts"),
-      "COCO's compressed RLE string of column-major run lengths (pycocotools' rleToString).");
   module.def(
       "validate_everything_options",
       [](const py::dict& params, const std::string& output_mode) {

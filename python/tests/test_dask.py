@@ -1,9 +1,9 @@
 """sam2rt.dask on a loopback LocalCluster (2 worker processes x 1 thread) against the one-process CLI.
 
 A folder of generated images (mixed sizes and formats, a subfolder, one corrupt file)
-goes through the micro model; every output must have the bytes the CLI writes, a
-worker killed mid-run must not cost or duplicate any output, and a rerun after an
-interrupted job must do only the missing work.
+goes through the micro model; every output (and the COCO dataset file) must have the
+bytes the CLI writes, a worker killed mid-run must not cost or duplicate any output,
+and a rerun after an interrupted job must do only the missing work.
 """
 
 import json
@@ -98,13 +98,8 @@ def _manifest(folder):
     return [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
 
 
-def _same_coco(ours, theirs):
-    """The same dataset, keys in the same order; floats are equal but not always spelled alike (Python
-    writes the shortest digits that round-trip, the CLI's JSON library sometimes one more)."""
-    ours_text, theirs_text = ours.read_text(), theirs.read_text()
-    assert list(json.loads(ours_text)) == list(json.loads(theirs_text)) == sorted(json.loads(theirs_text))
-    assert ours_text.count(",") == theirs_text.count(",") and ours_text.endswith("}\n")
-    return json.loads(ours_text) == json.loads(theirs_text)
+def _same_bytes(ours, theirs):
+    return ours.read_bytes() == theirs.read_bytes()
 
 
 def _relative_records(folder):
@@ -124,7 +119,7 @@ def _run_everything(client, images, out, **options):
 def test_everything_matches_the_cli_byte_for_byte(client, images, cli_everything, tmp_path):
     summary = _run_everything(client, images, tmp_path / "out", coco=tmp_path / "coco.json")
     expected = _outputs(cli_everything)
-    assert _same_coco(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
+    assert _same_bytes(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
     assert len(expected) == len(SIZES) and all(name.endswith(".json") for name in expected)
     assert _outputs(tmp_path / "out") == expected
     assert (summary.done, summary.skipped, summary.failed) == (len(SIZES), 0, 1)
@@ -138,26 +133,46 @@ def test_everything_matches_the_cli_byte_for_byte(client, images, cli_everything
 def test_coco_dataset_from_uncompressed_outputs_is_the_same(client, images, cli_everything, tmp_path):
     _run_everything(client, images, tmp_path / "out", coco=tmp_path / "coco.json", output_mode="uncompressed_rle")
     assert all(b'"counts":[' in data for data in _outputs(tmp_path / "out").values())
-    assert _same_coco(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
+    assert _same_bytes(tmp_path / "coco.json", cli_everything.parent / "cli_coco.json")
 
 
-def test_encode_matches_the_cli_per_image(client, images, tmp_path):
+def test_encode_matches_the_cli_batch_and_single_image_encode(client, images, tmp_path):
     summary = jobs.encode(client, tmp_path / "out", input_dir=images, checkpoint=CHECKPOINT,
                           config=goldens.MICRO_CONFIG, batch_size=3)
     assert (summary.done, summary.failed) == (len(SIZES), 1)
     # Without threads, the machine's cores are shared among the 2 Dask threads of its workers.
     cores = len(os.sched_getaffinity(0))
     assert set(client.run(lambda: __import__("sam2rt").get_num_threads()).values()) == {max(1, cores // 2)}
-    items = batch_items(str(tmp_path / "cli"), ".safetensors", input_dir=str(images))
-    assert len(items) == len(SIZES) + 1
-    for item in items:
-        if Path(item.input).name == "broken.png":
-            assert not os.path.exists(item.output.replace(str(tmp_path / "cli"), str(tmp_path / "out")))
-            continue
-        os.makedirs(os.path.dirname(item.output), exist_ok=True)
-        subprocess.run([str(_cli_path()), "encode", "--decoder-ready", *MODEL_FLAGS, "--image", item.input, "--out",
-                        item.output], check=True, capture_output=True, timeout=120)
-    assert _outputs(tmp_path / "out") == _outputs(tmp_path / "cli")
+    cli = subprocess.run([str(_cli_path()), "encode", *MODEL_FLAGS, "--input-dir", str(images), "--out-dir",
+                          str(tmp_path / "cli")], capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 1, cli.stderr  # the corrupt image fails
+    outputs = _outputs(tmp_path / "out")
+    assert len(outputs) == len(SIZES) and all(name.endswith(".safetensors") for name in outputs)
+    assert outputs == _outputs(tmp_path / "cli")
+    assert _relative_records(tmp_path / "out") == _relative_records(tmp_path / "cli")
+    # ... which are the bytes of a one-image `sam2rt encode`.
+    single = tmp_path / "single.safetensors"
+    subprocess.run([str(_cli_path()), "encode", *MODEL_FLAGS, "--image", str(images / "photo_01.jpg"), "--out",
+                    str(single)], check=True, capture_output=True, timeout=120)
+    assert single.read_bytes() == outputs["photo_01.safetensors"]
+
+
+def test_encode_feature_options_match_the_cli(client, images, tmp_path):
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{images / 'photo_00.png'}\n{images / 'sub' / 'photo_03.png'}\n")
+    summary = jobs.encode(client, tmp_path / "out", input_list=listing, checkpoint=CHECKPOINT,
+                          config=goldens.MICRO_CONFIG, feature_dtype="bfloat16", all_features=True, pos_enc=True)
+    assert (summary.done, summary.failed) == (2, 0)
+    subprocess.run([str(_cli_path()), "encode", *MODEL_FLAGS, "--input-list", str(listing), "--out-dir",
+                    str(tmp_path / "cli"), "--feature-dtype", "bfloat16", "--all-features", "--pos-enc"],
+                   check=True, capture_output=True, timeout=120)
+    outputs = _outputs(tmp_path / "out")
+    assert sorted(outputs) == ["photo_00.safetensors", "photo_03.safetensors"]
+    assert outputs == _outputs(tmp_path / "cli")
+    assert all(b'"feature_dtype":"bfloat16"' in data and b"neck.pos2" in data and b"neck.level0" in data
+               for data in outputs.values())
+    with pytest.raises(ValueError, match="feature_dtype"):
+        jobs.prepare_encode(tmp_path / "x", input_list=listing, synthetic_weights=0, feature_dtype="int8")
 
 
 def test_a_worker_killed_mid_run_costs_no_output(client, images, cli_everything, tmp_path):

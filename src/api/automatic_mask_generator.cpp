@@ -38,7 +38,7 @@ void require_unit_interval(double v, const char* name) {
 // One candidate mask of a batch: its point (crop frame, float32), low-res logits and IoU.
 struct Candidate {
   std::array<float, 2> point{};
-  const float* logits = nullptr;  // [L, L], unclamped
+  const float* logits = nullptr;  // [L, L], unclamped; nullptr when its IoU fails the filter unread
   float iou = 0;
   int mask_index = 0;             // which of its point's masks
 };
@@ -56,13 +56,18 @@ DecodedBatch decode_points(const Predictor& predictor, const std::vector<std::ar
   DecodedBatch batch;
   std::vector<Prompt> prompts;
   for (const auto& point : points) prompts.push_back(Prompt{{PointPrompt{point[0], point[1], 1}}, std::nullopt, Tensor()});
-  batch.predictions = predictor.predict_batch_low_res(prompts, p.multimask_output);
+  // Without m2m the IoU filter comes first, so a point none of whose masks
+  // passes it needs no masks: the decoder skips their upscaling (nullptr logits).
+  std::optional<float> skip_masks_iou_at_most;
+  if (!p.use_m2m && p.pred_iou_thresh > 0.0) skip_masks_iou_at_most = static_cast<float>(p.pred_iou_thresh);
+  batch.predictions = predictor.predict_batch_low_res(prompts, p.multimask_output, skip_masks_iou_at_most);
   const int64_t plane = low_res * low_res;
   for (size_t i = 0; i < batch.predictions.size(); ++i) {
     const MaskPrediction& prediction = batch.predictions[i];
     for (size_t m = 0; m < prediction.iou_predictions.size(); ++m) {
-      batch.candidates.push_back({points[i], prediction.low_res_masks.data() + static_cast<int64_t>(m) * plane,
-                                  prediction.iou_predictions[m], static_cast<int>(m)});
+      const float* logits =
+          prediction.low_res_masks.empty() ? nullptr : prediction.low_res_masks.data() + static_cast<int64_t>(m) * plane;
+      batch.candidates.push_back({points[i], logits, prediction.iou_predictions[m], static_cast<int>(m)});
     }
   }
   if (!p.use_m2m) return batch;

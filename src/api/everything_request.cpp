@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/amg_json.h"
+#include "api/json_body.h"
 #include "core/error.h"
 
 namespace sam2rt {
@@ -121,17 +122,7 @@ void set_parameter(AmgParams& params, const std::string& name, const json& value
 AmgParams parse_everything_request(std::string_view body, const EverythingLimits& limits) {
   AmgParams params;
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) body = "{}";
-  json request;
-  try {
-    request = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw Error("request body is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
-  } catch (const json::out_of_range&) {
-    throw Error("request body holds a number out of range (e.g. 1e999)");
-  }
-  if (!request.is_object()) {
-    throw Error("request body must be a JSON object of generator parameters, got " + std::string(request.type_name()));
-  }
+  const json request = parse_json_object(body, "of generator parameters");
   for (const auto& [name, value] : request.items()) set_parameter(params, name, value);
   // Counted before the generator's own checks, which build the grids.
   const int64_t points = everything_point_count(params);

@@ -76,14 +76,18 @@ RgbImage render_overlay(const RgbImage& photo, const std::vector<uint8_t>& mask,
       p[2] = static_cast<uint8_t>((p[2] * (255 - alpha) + tint.b * alpha) / 255);
     }
   }
-  Canvas canvas(out);
-  const int marker = std::max(3, std::min(w, h) / 100);
+  draw_prompt_markers(out, prompt);
+  return out;
+}
+
+void draw_prompt_markers(RgbImage& image, const Prompt& prompt) {
+  Canvas canvas(image);
+  const int marker = std::max(3, std::min(image.width, image.height) / 100);
   if (prompt.box) {
     const auto& b = *prompt.box;
     canvas.rectangle(b[0], b[1], b[2], b[3], std::max(1, marker / 2), kBox);
   }
   for (const PointPrompt& p : prompt.points) canvas.disc(p.x, p.y, marker, p.label == 1 ? kPositive : kNegative);
-  return out;
 }
 
 }  // namespace sam2rt

@@ -73,9 +73,11 @@ std::vector<MaskPrediction> Predictor::predict_batch(const std::vector<Prompt>& 
   return model_->heads().predict_batch(decoder_state_, prompts, multimask, orig_width_, orig_height_, fill_);
 }
 
-std::vector<MaskPrediction> Predictor::predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask) const {
+std::vector<MaskPrediction> Predictor::predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask,
+                                                             std::optional<float> skip_masks_iou_at_most) const {
   features();  // throws when no image is set
-  return model_->heads().predict_batch_low_res(decoder_state_, prompts, multimask, orig_width_, orig_height_);
+  return model_->heads().predict_batch_low_res(decoder_state_, prompts, multimask, orig_width_, orig_height_,
+                                               skip_masks_iou_at_most);
 }
 
 }  // namespace sam2rt

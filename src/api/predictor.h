@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "api/feature_file.h"
@@ -38,8 +39,10 @@ class Predictor {
 
   MaskPrediction predict(const Prompt& prompt, bool multimask) const;
   std::vector<MaskPrediction> predict_batch(const std::vector<Prompt>& prompts, bool multimask) const;
-  // predict_batch without the upsampling (SamHeads::predict_batch_low_res).
-  std::vector<MaskPrediction> predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask) const;
+  // predict_batch without the upsampling (SamHeads::predict_batch_low_res, which
+  // explains skip_masks_iou_at_most).
+  std::vector<MaskPrediction> predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask,
+                                                    std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
 
   const Sam2Model& model() const { return *model_; }
   const MaskFill& fill() const { return fill_; }

@@ -5,8 +5,11 @@
 #include <sstream>
 
 #include "api/binary_mask.h"
+#include "api/json_body.h"
 #include "core/error.h"
+#include "io/mask_rle.h"
 #include "io/png_writer.h"
+#include "kernels/bilinear_resize.h"
 
 namespace sam2rt {
 
@@ -37,11 +40,13 @@ void check_inside(float x, float y, int width, int height, const std::string& wh
 
 PointPrompt parse_point(const json& item, size_t index, int width, int height) {
   const std::string what = "points[" + std::to_string(index) + "]";
-  if (!item.is_array() || item.size() != 3) throw Error(what + " must be [x, y, label], got " + item.dump());
+  if (!item.is_array() || item.size() < 2 || item.size() > 3) {
+    throw Error(what + " must be [x, y] or [x, y, label], got " + item.dump());
+  }
   PointPrompt point;
   point.x = finite_number(item[0], what + "[0]");
   point.y = finite_number(item[1], what + "[1]");
-  const float label = finite_number(item[2], what + "[2]");
+  const float label = item.size() == 3 ? finite_number(item[2], what + "[2]") : 1.0f;
   if (label != 0.0f && label != 1.0f) {
     throw Error(what + ": label " + item[2].dump() + " must be 1 (object) or 0 (background)");
   }
@@ -62,24 +67,24 @@ std::array<float, 4> parse_box(const json& item, int width, int height) {
   return box;
 }
 
-json parse_object(std::string_view body) {
-  json request;
-  try {
-    request = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw Error("request body is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
-  } catch (const json::out_of_range&) {
-    throw Error("request body holds a number out of range (e.g. 1e999); coordinates must be finite");
-  }
-  if (!request.is_object()) throw Error("request body must be a JSON object, got " + std::string(request.type_name()));
-  return request;
+MaskSize parse_mask_size(const json& item, int width, int height) {
+  const auto side = [&item](size_t i, int most) {
+    const json& value = item[i];
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > most) {
+      throw Error("mask_size[" + std::to_string(i) + "] must be a whole number from 1 to " + std::to_string(most) +
+                  " (the image's size), got " + value.dump());
+    }
+    return static_cast<int>(value.get<int64_t>());
+  };
+  if (!item.is_array() || item.size() != 2) throw Error("mask_size must be [width, height], got " + item.dump());
+  return {side(0, width), side(1, height)};
 }
 
 }  // namespace
 
 SegmentRequest parse_segment_request(std::string_view body, int image_width, int image_height,
                                      const SegmentLimits& limits) {
-  const json request = parse_object(body);
+  const json request = parse_json_object(body);
   SegmentRequest result;
   for (const auto& [key, value] : request.items()) {
     if (key == "points") {
@@ -101,11 +106,16 @@ SegmentRequest parse_segment_request(std::string_view body, int image_width, int
         result.format = MaskFormat::png;
       } else if (value == "rle") {
         result.format = MaskFormat::rle;
+      } else if (value == "coco_rle") {
+        result.format = MaskFormat::coco_rle;
       } else {
-        throw Error("format must be \"png\" or \"rle\", got " + value.dump());
+        throw Error("format must be \"png\", \"rle\" or \"coco_rle\", got " + value.dump());
       }
+    } else if (key == "mask_size") {
+      if (!value.is_null()) result.mask_size = parse_mask_size(value, image_width, image_height);
     } else {
-      throw Error("unknown field \"" + key + "\" (expected points, box, multimask, format)");
+      throw Error("unknown field \"" + key.substr(0, 64) +
+                  "\" (expected points, box, multimask, format, mask_size)");
     }
   }
   if (result.prompt.points.empty() && !result.prompt.box) {
@@ -156,6 +166,13 @@ std::string base64_encode(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
+MaskPrediction predict_segment_request(const Predictor& predictor, const SegmentRequest& request) {
+  if (!request.mask_size) return predictor.predict(request.prompt, request.multimask);
+  MaskPrediction prediction = predictor.predict_batch_low_res({request.prompt}, request.multimask).front();
+  prediction.masks = bilinear_resize(prediction.low_res_masks, request.mask_size->height, request.mask_size->width);
+  return prediction;
+}
+
 nlohmann::json segment_response(const MaskPrediction& prediction, float mask_threshold, MaskFormat format,
                                 double decode_ms) {
   const Tensor& logits = prediction.masks;
@@ -165,22 +182,26 @@ nlohmann::json segment_response(const MaskPrediction& prediction, float mask_thr
   for (int64_t m = 0; m < logits.dim(0); ++m) {
     const std::vector<uint8_t> mask = threshold_mask(logits, m, mask_threshold);
     const MaskExtent extent = mask_extent(mask, width, height);
-    json entry = {{"iou", prediction.iou_predictions[static_cast<size_t>(m)]},
-                  {"area", extent.area},
-                  {"bbox", extent.bbox}};
-    if (format == MaskFormat::png) {
-      entry["png_base64"] = base64_encode(encode_png_gray8(mask.data(), width, height));
-    } else {
-      entry["rle"] = mask_to_rle(mask.data(), width, height);
+    const auto index = static_cast<size_t>(m);
+    json entry = {{"iou", prediction.iou_predictions[index]}, {"area", extent.area}, {"bbox", extent.bbox}};
+    if (index < prediction.token_indices.size()) entry["token"] = prediction.token_indices[index];
+    switch (format) {
+      case MaskFormat::png: entry["png_base64"] = base64_encode(encode_png_gray8(mask.data(), width, height)); break;
+      case MaskFormat::rle: entry["rle"] = mask_to_rle(mask.data(), width, height); break;
+      case MaskFormat::coco_rle:
+        entry["rle"] = {{"size", {height, width}},
+                        {"counts", coco_rle_string(encode_rle(mask.data(), height, width))}};
+        break;
     }
     masks.push_back(std::move(entry));
   }
   const auto& ious = prediction.iou_predictions;
   const auto best = std::max_element(ious.begin(), ious.end()) - ious.begin();
   return {{"masks", std::move(masks)},
-          {"best", best},
-          {"object_score", prediction.object_score_logit},
-          {"decode_ms", decode_ms}};
+          {"best_index", best},
+          {"object_score_logit", prediction.object_score_logit},
+          {"mask_size", {width, height}},
+          {"timing_ms", {{"decode", decode_ms}}}};
 }
 
 }  // namespace sam2rt

@@ -69,6 +69,19 @@ int64_t Tensor::dim(int axis) const {
   return shape_[static_cast<size_t>(axis)];
 }
 
+Tensor Tensor::rows(int64_t first, int64_t count) const {
+  if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0]) {
+    throw Error("rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") are outside " +
+                shape_to_string(shape_));
+  }
+  Tensor t = *this;
+  t.shape_[0] = count;
+  const int64_t row_numel = shape_[0] == 0 ? 0 : numel_ / shape_[0];
+  t.numel_ = count * row_numel;
+  t.data_ = data_ + first * row_numel;
+  return t;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_numel(shape) != numel_) {
     throw Error("cannot reshape " + shape_to_string(shape_) + " to " + shape_to_string(shape));

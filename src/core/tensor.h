@@ -44,6 +44,8 @@ class Tensor {
 
   // Same storage, new shape with the same element count.
   Tensor reshaped(Shape shape) const;
+  // Same storage: entries [first, first + count) of the first axis.
+  Tensor rows(int64_t first, int64_t count) const;
   Tensor clone() const;
 
  private:

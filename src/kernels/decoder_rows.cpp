@@ -19,6 +19,51 @@ __attribute__((target("avx2"))) void add_rows_avx2(const float* a, const float* 
   for (; i < count; ++i) out[i] = a[i] + b[i];
 }
 
+// out = s * x + y over c floats: a product then a sum (no fused multiply-add),
+// the same rounding as the plain loop.
+__attribute__((target("avx2"))) void scale_add_avx2(float s, const float* x, const float* y, int64_t c, float* out) {
+  const __m256 scale = _mm256_set1_ps(s);
+  int64_t j = 0;
+  for (; j + 8 <= c; j += 8) {
+    _mm256_storeu_ps(out + j, _mm256_add_ps(_mm256_mul_ps(scale, _mm256_loadu_ps(x + j)), _mm256_loadu_ps(y + j)));
+  }
+  for (; j < c; ++j) out[j] = s * x[j] + y[j];
+}
+
+// dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes in
+// order: the same sums on every path, and 16 independent additions per step
+// instead of one dependent chain. Products of floats are exact in double.
+constexpr int64_t kDotLanes = 16;
+
+template <typename B>
+double dot_row_plain(const float* a, const B* b, int64_t c) {
+  double lanes[kDotLanes] = {};
+  for (int64_t j = 0; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * static_cast<double>(b[j]);
+  double sum = 0;
+  for (const double lane : lanes) sum += lane;
+  return sum;
+}
+
+__attribute__((target("avx2"))) inline __m256d four_doubles(const float* x) { return _mm256_cvtps_pd(_mm_loadu_ps(x)); }
+__attribute__((target("avx2"))) inline __m256d four_doubles(const double* x) { return _mm256_loadu_pd(x); }
+
+template <typename B>
+__attribute__((target("avx2"))) double dot_row_avx2(const float* a, const B* b, int64_t c) {
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+  int64_t j = 0;
+  for (; j + kDotLanes <= c; j += kDotLanes) {
+    for (int k = 0; k < 4; ++k) {
+      acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(four_doubles(a + j + 4 * k), four_doubles(b + j + 4 * k)));
+    }
+  }
+  double lanes[kDotLanes];
+  for (int k = 0; k < 4; ++k) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
+  for (; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * static_cast<double>(b[j]);
+  double sum = 0;
+  for (const double lane : lanes) sum += lane;
+  return sum;
+}
+
 }  // namespace
 
 void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, const float* weight, const float* bias,
@@ -40,22 +85,31 @@ void add_rows_inplace(float* x, const float* y, int64_t count) { add_rows(x, y, 
 
 void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
                     int64_t c, float* out, int64_t ldo) {
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
   for (int64_t r = 0; r < rows; ++r) {
     const float s = scale[r];
     const float* xr = x + r * ldx;
     const float* yr = y + r * ldy;
     float* o = out + r * ldo;
-    for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];
+    if (has_avx2) {
+      scale_add_avx2(s, xr, yr, c, o);
+    } else {
+      for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];
+    }
   }
 }
 
 void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
   for (int64_t r = 0; r < rows; ++r) {
-    const float* ar = a + r * lda;
-    const float* br = b + r * ldb;
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j) sum += static_cast<double>(ar[j]) * br[j];
-    out[r] = sum;
+    out[r] = has_avx2 ? dot_row_avx2(a + r * lda, b + r * ldb, c) : dot_row_plain(a + r * lda, b + r * ldb, c);
+  }
+}
+
+void dot_rows_with(const float* a, int64_t lda, const double* v, int64_t rows, int64_t c, double* out) {
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  for (int64_t r = 0; r < rows; ++r) {
+    out[r] = has_avx2 ? dot_row_avx2(a + r * lda, v, c) : dot_row_plain(a + r * lda, v, c);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
 #include "kernels/stage_profile.h"
+#include "kernels/thread_scratch.h"
 
 namespace sam2rt {
 
@@ -144,12 +145,12 @@ Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, co
   Tensor probs = image_sized({pairs, n});
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
     const int64_t rows = r1 - r0;
-    std::vector<float> keys(static_cast<size_t>(rows * width));
+    float* const keys = thread_scratch(0, rows * width);
     scale_rows_add(x.row_scale.data() + r0, x.keys_shared.data() + r0 * width, width,
-                   x.keys_const.data() + r0 * width, width, rows, width, keys.data(), width);
+                   x.keys_const.data() + r0 * width, width, rows, width, keys, width);
     for (int64_t h = 0; h < heads; ++h) {
       gemm({.m = t, .n = rows, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
-            .b = keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+            .b = keys + h * head_dim, .ldb = width, .b_transposed = true,
             .c = probs.data() + h * t * n + r0, .ldc = n});
     }
     gemm({.m = pairs, .n = rows, .k = r, .a = basis_scores.data(), .lda = r, .b = x.coef.data() + r0 * r, .ldb = r,
@@ -160,16 +161,17 @@ Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, co
     for (int64_t h = h0; h < h1; ++h) {
       float* head_probs = probs.data() + h * t * n;
       softmax_rows(head_probs, t, n, n);
-      std::vector<float> scaled(static_cast<size_t>(t * n)), with_coef(static_cast<size_t>(t * r));
+      float* const scaled = thread_scratch(0, t * n);
+      float* const with_coef = thread_scratch(1, t * r);
       for (int64_t j = 0; j < t; ++j)
         for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * x.row_scale[i];
       float* out = mixed.data() + h * head_dim;
       for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data() + h * head_dim, head_dim, out + j * width);
-      gemm({.m = t, .n = head_dim, .k = n, .a = scaled.data(), .lda = n, .b = x.values_shared.data() + h * head_dim,
+      gemm({.m = t, .n = head_dim, .k = n, .a = scaled, .lda = n, .b = x.values_shared.data() + h * head_dim,
             .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
       gemm({.m = t, .n = r, .k = n, .a = head_probs, .lda = n, .b = x.coef.data(), .ldb = r, .b_transposed = false,
-            .c = with_coef.data(), .ldc = r});
-      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data(), .lda = r, .b = basis_values.data() + h * head_dim,
+            .c = with_coef, .ldc = r});
+      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef, .lda = r, .b = basis_values.data() + h * head_dim,
             .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
     }
   });
@@ -333,14 +335,15 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
                  .ldo = pairs0});
       softmax_groups(p, rows * heads0, t);
       // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
-      std::vector<float> cross(static_cast<size_t>(rows * pairs0)), quad(static_cast<size_t>(rows * pairs0));
+      float* const cross = thread_scratch(0, rows * pairs0);
+      float* const quad = thread_scratch(1, rows * pairs0);
       head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
                  .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
-                 .out = cross.data(), .ldo = pairs0});
+                 .out = cross, .ldo = pairs0});
       gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = pairs0, .b = gram0.data(), .ldb = pairs0,
-            .b_transposed = true, .c = quad.data(), .ldc = pairs0});
-      const std::vector<double> with_cross = row_dots(p, pairs0, cross.data(), pairs0, rows, pairs0);
-      const std::vector<double> with_quad = row_dots(p, pairs0, quad.data(), pairs0, rows, pairs0);
+            .b_transposed = true, .c = quad, .ldc = pairs0});
+      const std::vector<double> with_cross = row_dots(p, pairs0, cross, pairs0, rows, pairs0);
+      const std::vector<double> with_quad = row_dots(p, pairs0, quad, pairs0, rows, pairs0);
       for (int64_t r = 0; r < rows; ++r) {
         const auto k = static_cast<size_t>(r);
         const float a1 = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
@@ -406,41 +409,43 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
       float* w = coef.data() + r0 * ldw;
       const float* p0 = coef0.data() + r0 * pairs0;
       // Queries of block 1's image -> token attention, scores, softmax.
-      std::vector<float> q2(static_cast<size_t>(rows * d_q2)), p2(static_cast<size_t>(rows * pairs1));
+      float* const q2 = thread_scratch(2, rows * d_q2);
+      float* const p2 = thread_scratch(3, rows * pairs1);
       scale_rows_add(row_scale1.data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
-                     image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2.data(), d_q2);
+                     image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
       gemm({.m = rows, .n = d_q2, .k = pairs0, .a = p0, .lda = pairs0, .b = queries_weight2.data(), .ldb = d_q2,
-            .b_transposed = false, .c = q2.data(), .ldc = d_q2, .accumulate = true});
-      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2.data(), .ldx = d_q2,
-                 .vectors = keys2.data(), .out = p2.data(), .ldo = pairs1});
-      softmax_groups(p2.data(), rows * heads1, t);
+            .b_transposed = false, .c = q2, .ldc = d_q2, .accumulate = true});
+      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
+                 .vectors = keys2.data(), .out = p2, .ldo = pairs1});
+      softmax_groups(p2, rows * heads1, t);
       for (int64_t i = 0; i < rows; ++i) {
         std::copy_n(p0 + i * pairs0, pairs0, w + i * ldw);
-        std::copy_n(p2.data() + i * pairs1, pairs1, w + i * ldw + pairs0);
+        std::copy_n(p2 + i * pairs1, pairs1, w + i * ldw + pairs0);
       }
       // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
       // g1 . s~_i, value rows 2 through s~ Wo2.
-      std::vector<float> cross(static_cast<size_t>(rows * r)), quad(static_cast<size_t>(rows * r));
+      float* const cross = thread_scratch(0, rows * r);
+      float* const quad = thread_scratch(1, rows * r);
       head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
                  .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
-                 .out = cross.data(), .ldo = r});
+                 .out = cross, .ldo = r});
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < pairs0; ++j)
           cross[i * r + j] -= static_cast<float>(basis0_means[static_cast<size_t>(j)] * image.s_dot_g1[r0 + i]);
       head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
                  .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2.data(),
-                 .out = cross.data() + pairs0, .ldo = r});
+                 .out = cross + pairs0, .ldo = r});
       gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all.data(), .ldb = r, .b_transposed = true,
-            .c = quad.data(), .ldc = r});
-      const std::vector<double> with_cross = row_dots(w, ldw, cross.data(), r, rows, r);
-      const std::vector<double> with_quad = row_dots(w, ldw, quad.data(), r, rows, r);
+            .c = quad, .ldc = r});
+      const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
+      std::vector<double> with_c(static_cast<size_t>(rows));
+      dot_rows_with(w, ldw, basis_dot_c.data(), rows, r, with_c.data());
+      const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
       for (int64_t i = 0; i < rows; ++i) {
         const auto k = static_cast<size_t>(i);
         const double a1 = row_scale1[r0 + i];
-        double with_c = 0;
-        for (int64_t j = 0; j < r; ++j) with_c += static_cast<double>(w[i * ldw + j]) * basis_dot_c[static_cast<size_t>(j)];
         const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
-                             2.0 * a1 * with_cross[k] + 2.0 * with_c + with_quad[k];
+                             2.0 * a1 * with_cross[k] + 2.0 * with_c[k] + with_quad[k];
         const float a2 = inverse_std(norm2, c);
         row_scale2[r0 + i] = static_cast<float>(a1) * a2;
         for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/buffer_pool.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_gelu.h"
 #include "kernels/decoder_rows.h"
@@ -12,6 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/layout.h"
 #include "kernels/stage_profile.h"
+#include "kernels/thread_scratch.h"
 
 namespace sam2rt {
 
@@ -50,7 +52,13 @@ Tensor token_row(const Tensor& tokens, int64_t t) {
   return row;
 }
 
-std::unique_ptr<float[]> uninitialized(int64_t count) { return std::unique_ptr<float[]>(new float[count]); }
+// Every prompt's low-res logits ([T, L, L], 1 MB for SAM 2.1) on recycled memory:
+// fresh memory costs a page fault per 4 KiB, and a batch of prompts would fault
+// them in again on every call.
+Tensor mask_logits(Shape shape) {
+  static BufferPool pool;
+  return pool.tensor(std::move(shape));
+}
 
 }  // namespace
 
@@ -151,33 +159,34 @@ void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, F
   const int64_t e = config_.image_embedding_size();
   const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
   const int64_t l = 4 * e, pixels = l * l;
-  result.masks = Tensor::uninitialized({static_cast<int64_t>(num_mask_tokens_), l, l});
+  result.masks = mask_logits({static_cast<int64_t>(num_mask_tokens_), l, l});
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
     const int64_t rows = i1 - i0;
     const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e, up_pixels = 4 * rows * l;
-    const auto scratch = uninitialized(std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
-    const auto up1 = uninitialized(up1_pixels * up1_c);
-    const auto up = uninitialized(up_pixels * up_c);
-    first_conv(i0, rows, up1.get(), scratch.get());
-    add_layer_norm_rows(up1.get(), image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c,
+    float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
+    float* const up1 = thread_scratch(1, up1_pixels * up1_c);
+    float* const up = thread_scratch(2, up_pixels * up_c);
+    first_conv(i0, rows, up1, scratch);
+    add_layer_norm_rows(up1, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c,
                         upscale_norm_w_.data(), upscale_norm_b_.data(), kLayerNorm2dEps);
-    gelu_exact_inplace(up1.get(), up1_pixels * up1_c);
-    conv_transpose_2x2_stride2_hwc(up1.get(), up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up.get(),
-                                   scratch.get());
+    gelu_exact_inplace(up1, up1_pixels * up1_c);
+    conv_transpose_2x2_stride2_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up,
+                                   scratch);
     const int64_t first_pixel = 4 * i0 * l;
-    add_rows_inplace(up.get(), image.feat_s0.data() + first_pixel * up_c, up_pixels * up_c);
-    gelu_exact_inplace(up.get(), up_pixels * up_c);
-    gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up.get(),
+    add_rows_inplace(up, image.feat_s0.data() + first_pixel * up_c, up_pixels * up_c);
+    gelu_exact_inplace(up, up_pixels * up_c);
+    gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up,
           .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
   });
 }
 
 MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                             const Tensor& sparse, int threads) const {
+                                             const Tensor& sparse, int threads, const MasksWanted& wanted) const {
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
   MaskDecoderOutput result;
   const Tensor hyper = output_heads(out.queries, result);
+  if (wanted && !wanted(result.iou)) return result;
   upscale(
       image, hyper,
       [&](int64_t i0, int64_t rows, float* up1, float* scratch) {
@@ -188,13 +197,16 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   return result;
 }
 
-MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const Tensor& sparse,
-                                             int threads) const {
-  if (!low_rank_ || image.upscale0_shared.empty()) return predict_masks(image, image.no_mask, sparse, threads);
+MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
+                                             const MasksWanted& wanted) const {
+  if (!low_rank_ || image.upscale0_shared.empty()) {
+    return predict_masks(image, image.no_mask, sparse, threads, wanted);
+  }
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const LowRankTwoWayTransformer::Output out = low_rank_->forward(tokens(sparse), image.no_mask, image.low_rank, threads);
   MaskDecoderOutput result;
   const Tensor hyper = output_heads(out.queries, result);
+  if (wanted && !wanted(result.iou)) return result;
   // The first ConvTranspose of the factored rows: row_scale * (shared taps) +
   // coef (basis taps) + (bias taps + the layer's bias), then the scatter.
   const LowRankKeys& keys = out.keys;

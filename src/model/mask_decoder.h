@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct MaskDecoderOutput {
   Tensor iou;                      // [T] (sigmoid applied)
   float object_score_logit = 0;
 };
+
+// Asked with the prompt's IoU predictions [T] before the upscaling: false when
+// none of its masks will be read, and the upscaling is skipped (masks stays empty).
+using MasksWanted = std::function<bool(const Tensor& iou)>;
 
 // What the decoder reuses across prompts on one image, channels-last.
 struct DecoderImageState {
@@ -49,11 +54,12 @@ class MaskDecoder {
 
   // sparse [1, N, C] (N may be 0); `input` is image.no_mask or prepare_dense's result.
   MaskDecoderOutput predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                  const Tensor& sparse, int threads) const;
+                                  const Tensor& sparse, int threads, const MasksWanted& wanted = {}) const;
   // A prompt without mask input: the low-rank form (LowRankTwoWayTransformer)
   // where it applies, else predict_masks(image, image.no_mask, ...). The result
   // does not depend on `threads`.
-  MaskDecoderOutput predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads) const;
+  MaskDecoderOutput predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
+                                  const MasksWanted& wanted = {}) const;
 
  private:
   Tensor tokens(const Tensor& sparse) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/error.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/stage_profile.h"
 #include "model/mask_postprocess.h"
@@ -39,7 +40,7 @@ DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features) const
 }
 
 MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
-                                int orig_h, int threads) const {
+                                int orig_h, int threads, std::optional<float> skip_masks_iou_at_most) const {
   MaskPrediction r;
   {
     ScopedStage stage("decoder: prompt encoder");
@@ -48,7 +49,17 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   MaskDecoderOutput decoded;
   if (prompt.mask_input.empty()) {
     r.dense_embeddings = no_mask_dense_;
-    decoded = mask_decoder_.predict_masks(image, r.sparse_embeddings, threads);
+    MasksWanted wanted;
+    if (multimask && skip_masks_iou_at_most) {
+      // The selected masks of a multimask prediction are tokens 1..T-1.
+      wanted = [threshold = *skip_masks_iou_at_most](const Tensor& iou) {
+        for (int64_t t = 1; t < iou.numel(); ++t) {
+          if (iou[t] > threshold) return true;
+        }
+        return false;
+      };
+    }
+    decoded = mask_decoder_.predict_masks(image, r.sparse_embeddings, threads, wanted);
   } else {
     r.dense_embeddings = prompt_encoder_.embed_dense(prompt);
     const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
@@ -59,6 +70,15 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   const int64_t l = config_.low_res_mask_size(), pixels = l * l;
   const float* all_logits = decoded.masks.data();
   const float* all_iou = decoded.iou.data();
+  if (decoded.masks.empty()) {
+    r.all_iou.assign(all_iou, all_iou + num_tokens);
+    r.object_score_logit = decoded.object_score_logit;
+    for (int t = 1; t < num_tokens; ++t) {
+      r.token_indices.push_back(t);
+      r.iou_predictions.push_back(all_iou[t]);
+    }
+    return r;
+  }
   r.all_low_res_logits = decoded.masks.reshaped({1, num_tokens, l, l});
   r.all_iou.assign(all_iou, all_iou + num_tokens);
   r.object_score_logit = decoded.object_score_logit;
@@ -68,11 +88,12 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
   r.stability_score_token0 = selection.stability_score_token0;
   r.single_mask_token_used = selection.single_mask_token_used;
 
-  r.low_res_masks = Tensor::uninitialized({static_cast<int64_t>(r.token_indices.size()), l, l});  // filled below
-  for (size_t m = 0; m < r.token_indices.size(); ++m) {
-    std::copy_n(all_logits + r.token_indices[m] * pixels, pixels, r.low_res_masks.data() + static_cast<int64_t>(m) * pixels);
-    r.iou_predictions.push_back(all_iou[r.token_indices[m]]);
+  // The selection is consecutive tokens (1..T-1, or one): a view, no copy.
+  for (size_t m = 1; m < r.token_indices.size(); ++m) {
+    if (r.token_indices[m] != r.token_indices[0] + static_cast<int>(m)) throw Error("mask tokens selected out of order");
   }
+  r.low_res_masks = decoded.masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
+  for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
   return r;
 }
 
@@ -123,17 +144,21 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
 
 std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageState& image,
                                                             const std::vector<Prompt>& prompts, bool multimask,
-                                                            int orig_w, int orig_h) const {
+                                                            int orig_w, int orig_h,
+                                                            std::optional<float> skip_masks_iou_at_most) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
   const DecoderThreads threads;
-  if (prompts.size() == 1) return {decode(image, prompts.front(), multimask, orig_w, orig_h, threads.count())};
+  if (prompts.size() == 1) {
+    return {decode(image, prompts.front(), multimask, orig_w, orig_h, threads.count(), skip_masks_iou_at_most)};
+  }
   std::vector<MaskPrediction> results(prompts.size());
   std::exception_ptr failure;
   const int64_t count = static_cast<int64_t>(prompts.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads.count())
   for (int64_t i = 0; i < count; ++i) {
     try {
-      results[static_cast<size_t>(i)] = decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1);
+      results[static_cast<size_t>(i)] =
+          decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
     } catch (...) {
 #pragma omp critical(sam_heads_failure)
       if (!failure) failure = std::current_exception();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -64,15 +65,21 @@ class SamHeads {
   // predict_batch without the upsampling to the original size, for callers that
   // upsample selectively: `masks` stays empty and low_res_masks holds the
   // selected logits unclamped (what the upsampling reads).
+  // skip_masks_iou_at_most (multimask only, prompts without mask input): a
+  // prompt none of whose selected masks has a predicted IoU above it skips the
+  // upscaling, and its low_res_masks and all_low_res_logits stay empty (its IoU
+  // predictions are set): the segment-everything IoU filter discards such masks
+  // unread.
   std::vector<MaskPrediction> predict_batch_low_res(const DecoderImageState& image,
                                                     const std::vector<Prompt>& prompts, bool multimask, int orig_w,
-                                                    int orig_h) const;
+                                                    int orig_h,
+                                                    std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
 
  private:
   // Everything but the upscaling to the original size: masks is left empty and
   // the selected low-res logits (unclamped) are returned in low_res_masks.
   MaskPrediction decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w, int orig_h,
-                        int threads) const;
+                        int threads, std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
 
   ModelConfig config_;
   PromptEncoder prompt_encoder_;

@@ -7,7 +7,7 @@ bash scripts/install-deps.sh --with-browser
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
-# Sanitizer pass. The tiny-model suites (minutes under ASan) are left out (also
+# Sanitizer pass. The tiny-model suites (minutes under ASan; on lavapipe, minutes anyway) are left out (also
 # GoldensWithoutAvx512, which repeats them on the AVX2 paths);
 # everything else runs the micro fixtures or synthetic inputs and takes
 # seconds, including the robustness catalogue against the sanitized CLI.

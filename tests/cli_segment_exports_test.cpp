@@ -178,6 +178,12 @@ TEST(CliExports, SixteenBitPhotoGetsANote) {
   r = run_cli(micro_segment(s, {"--point", "20,15"}), s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("16-bit"), std::string::npos) << r.err;
+  // encode (and everything) read the photo the same way.
+  r = run_cli({"encode", "--model", micro_pt(), "--config", micro_yaml(), "--image", s.file("deep.png"), "--out",
+               s.file("f.safetensors")},
+              s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has 16-bit channels; they are reduced to 8 bits as Pillow"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -937,7 +937,9 @@ std::vector<Case> catalogue() {
                  run.model = s.file("nowhere.pt");
                  return run.args(s);
                },
-               "nowhere.pt (download links for the official checkpoints: models/README.md)", kUsageError});
+               "nowhere.pt (get an official checkpoint with `sam2rt download tiny|small|base_plus|large`; links in "
+               "models/README.md)",
+               kUsageError});
   c.push_back({"UnknownOption",
                [](const ScratchDir& s) {
                  Segment run;

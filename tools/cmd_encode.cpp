@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "model_options.h"
+#include "photo_input.h"
 #include "staged_outputs.h"
 
 namespace sam2rt::cli {
@@ -42,7 +43,7 @@ struct EncodeCommand {
     if (!out_dir.empty()) throw Error("--out-dir is for batch mode (--input-dir/--input-list); one photo: --out");
     require_writable(out_path, "--out");
     const FeatureEncoder encoder = load_encoder();
-    const RgbImage image = decode_image_file(image_path, model.max_image_pixels);
+    const RgbImage image = read_photo(image_path, model.max_image_pixels);
     const auto start = std::chrono::steady_clock::now();
     const EncodedImage encoded = encoder.encode(encoder.prepare(image));
     const double encode_ms = milliseconds_since(start);

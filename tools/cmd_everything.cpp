@@ -18,6 +18,7 @@
 #include "io/atomic_file.h"
 #include "io/png_writer.h"
 #include "model_options.h"
+#include "photo_input.h"
 #include "staged_outputs.h"
 
 namespace sam2rt::cli {
@@ -139,7 +140,7 @@ struct EverythingCommand {
     }
 
     auto loaded = model.load();
-    const RgbImage image = decode_image_file(image_path, model.max_image_pixels);
+    const RgbImage image = read_photo(image_path, model.max_image_pixels);
     const AutomaticMaskGenerator generator(loaded, params, EncodeOptions{.precision = model.encoder_precision()});
     ProgressLine progress;
     const auto generate_start = std::chrono::steady_clock::now();

@@ -19,7 +19,9 @@ void ModelOptions::add_to(CLI::App& command) {
                         [](std::string& path) -> std::string {
                           const std::string problem = CLI::ExistingFile(path);
                           if (problem.empty()) return "";
-                          return problem + " (download links for the official checkpoints: models/README.md)";
+                          return problem +
+                                 " (get an official checkpoint with `sam2rt download tiny|small|base_plus|large`;"
+                                 " links in models/README.md)";
                         },
                         "FILE"));
   auto* synthetic = command.add_option("--synthetic-weights", synthetic_salt,

@@ -47,7 +47,7 @@ def timed(fn, runs, warmup):
     return samples
 
 
-def cli_encoder_median(runs):
+def cli_encoder_report(runs):
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "bench.json")
         subprocess.run([CLI, "bench", "--variant", "tiny", "--synthetic-weights", "0", "--threads", "2",
@@ -69,7 +69,7 @@ def main():
 
     sam2rt.set_num_threads(2)
     set_image = timed(lambda: predictor.set_image(image), args.runs, 2)
-    report = cli_encoder_median(args.runs)
+    report = cli_encoder_report(args.runs)
     print("set_image, 2 threads:          ", summary(set_image))
     print("CLI bench encoder, 2 threads:   median %.2f ms (%s)" % (report["encoder_ms"]["median"],
                                                                    json.dumps(report["encoder_ms"])))

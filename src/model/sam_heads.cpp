@@ -68,31 +68,27 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
 
   const int num_tokens = mask_decoder_.num_mask_tokens();
   const int64_t l = config_.low_res_mask_size(), pixels = l * l;
-  const float* all_logits = decoded.masks.data();
   const float* all_iou = decoded.iou.data();
-  if (decoded.masks.empty()) {
-    r.all_iou.assign(all_iou, all_iou + num_tokens);
-    r.object_score_logit = decoded.object_score_logit;
-    for (int t = 1; t < num_tokens; ++t) {
-      r.token_indices.push_back(t);
-      r.iou_predictions.push_back(all_iou[t]);
-    }
-    return r;
-  }
-  r.all_low_res_logits = decoded.masks.reshaped({1, num_tokens, l, l});
   r.all_iou.assign(all_iou, all_iou + num_tokens);
   r.object_score_logit = decoded.object_score_logit;
-
-  const MaskSelection selection = select_mask_tokens(all_logits, pixels, all_iou, num_tokens, multimask, config_);
-  r.token_indices = selection.token_indices;
-  r.stability_score_token0 = selection.stability_score_token0;
-  r.single_mask_token_used = selection.single_mask_token_used;
-
-  // The selection is consecutive tokens (1..T-1, or one): a view, no copy.
-  for (size_t m = 1; m < r.token_indices.size(); ++m) {
-    if (r.token_indices[m] != r.token_indices[0] + static_cast<int>(m)) throw Error("mask tokens selected out of order");
+  if (decoded.masks.empty()) {
+    // The upscaling was skipped (multimask only): the selection is tokens 1..T-1, without masks.
+    for (int t = 1; t < num_tokens; ++t) r.token_indices.push_back(t);
+  } else {
+    r.all_low_res_logits = decoded.masks.reshaped({1, num_tokens, l, l});
+    const MaskSelection selection =
+        select_mask_tokens(decoded.masks.data(), pixels, all_iou, num_tokens, multimask, config_);
+    r.token_indices = selection.token_indices;
+    r.stability_score_token0 = selection.stability_score_token0;
+    r.single_mask_token_used = selection.single_mask_token_used;
+    // The selection is consecutive tokens (1..T-1, or one): a view, no copy.
+    for (size_t m = 1; m < r.token_indices.size(); ++m) {
+      if (r.token_indices[m] != r.token_indices[0] + static_cast<int>(m)) {
+        throw Error("mask tokens selected out of order");
+      }
+    }
+    r.low_res_masks = decoded.masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
   }
-  r.low_res_masks = decoded.masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
   for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
   return r;
 }

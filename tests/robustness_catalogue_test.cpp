@@ -727,6 +727,14 @@ std::vector<Case> catalogue() {
   c.push_back({"CutoutIntoMissingFolder",
                [](const ScratchDir& s) { return segment_with_extra(s, {"--cutout", s.file("nowhere/c.png")}); },
                "--cutout"});
+  c.push_back({"PolygonsIntoMissingFolder",
+               [](const ScratchDir& s) { return segment_with_extra(s, {"--polygons", s.file("nowhere/p.json")}); },
+               "--polygons"});
+  c.push_back({"NegativePolygonTolerance",
+               [](const ScratchDir& s) {
+                 return segment_with_extra(s, {"--polygons", s.file("p.json"), "--polygon-tolerance", "-1"});
+               },
+               "--polygon-tolerance", kUsageError});
   c.push_back({"RleWithoutJson",
                [](const ScratchDir& s) {
                  return std::vector<std::string>{"segment", "--model", micro_pt(), "--config", micro_yaml(),

@@ -51,6 +51,23 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
   EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
 }
 
+// The decoder's own shape (16-channel heads, 8 tokens each): the vectorised path
+// where the CPU has it, strided input and output rows left untouched around it.
+TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapeMatchReference) {
+  const int64_t rows = 29, heads = 8, head_dim = 16, per_head = 8, ldx = heads * head_dim + 3;
+  const int64_t ldo = heads * per_head + 5;
+  const Tensor x = random_tensor({rows, ldx}, 11), vectors = random_tensor({heads * per_head, head_dim}, 12);
+  Tensor got = Tensor::filled({rows, ldo}, 7.0f), want = got.clone();
+  HeadDotsArgs args{.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = per_head, .x = x.data(),
+                    .ldx = ldx, .vectors = vectors.data(), .out = got.data(), .ldo = ldo};
+  head_dots(args);
+  args.out = want.data();
+  head_dots_reference(args);
+  EXPECT_LE(max_abs_error(got, want), 2e-6);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = heads * per_head; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], 7.0f);
+}
+
 TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
   const int64_t rows = 6, c = 37;  // two 16-lane steps and a tail
   const Tensor x = random_tensor({rows, c}, 3), y = random_tensor({rows, c}, 4), scale = random_tensor({rows}, 5);

@@ -10,6 +10,7 @@
 #include "decoder_goldens.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_head_products.h"
+#include "kernels/softmax_columns.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
@@ -66,6 +67,50 @@ TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapeMatchReference) {
   EXPECT_LE(max_abs_error(got, want), 2e-6);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = heads * per_head; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], 7.0f);
+}
+
+// Both paths: the decoder's shape with a row scale (vectorised where the CPU can)
+// and an odd one without (per-head GEMMs); outputs are added to what is there.
+TEST(LowRankDecoderKernels, HeadWeightedSumsMatchReference) {
+  struct Shape3 {
+    int64_t heads, head_dim, per_head;
+    bool scaled;
+  };
+  for (const Shape3 shape : {Shape3{8, 16, 8, true}, Shape3{3, 5, 4, false}}) {
+    const int64_t rows = 45, ldw = shape.heads * shape.per_head + 3, ldx = shape.heads * shape.head_dim + 2;
+    const int64_t ldo = shape.heads * shape.head_dim + 1;
+    const Tensor w = random_tensor({rows, ldw}, 21), x = random_tensor({rows, ldx}, 22);
+    const Tensor row_scale = random_tensor({rows}, 23);
+    Tensor got = random_tensor({shape.per_head, ldo}, 24), want = got.clone();
+    HeadWeightedSumsArgs args{.rows = rows, .heads = shape.heads, .head_dim = shape.head_dim,
+                              .per_head = shape.per_head, .w = w.data(), .ldw = ldw,
+                              .row_scale = shape.scaled ? row_scale.data() : nullptr, .x = x.data(), .ldx = ldx,
+                              .out = got.data(), .ldo = ldo};
+    head_weighted_sums(args);
+    args.out = want.data();
+    head_weighted_sums_reference(args);
+    EXPECT_LE(max_abs_error(got, want), 2e-5) << shape.heads << " heads";
+    for (int64_t j = 0; j < shape.per_head; ++j) {
+      EXPECT_EQ(got[j * ldo + ldo - 1], want[j * ldo + ldo - 1]);
+    }
+  }
+}
+
+TEST(LowRankDecoderKernels, SoftmaxColumnsMatchReference) {
+  const int64_t rows = 300, cols = 37, ld = 40;  // two 16-column blocks and a tail
+  Tensor x = random_tensor({rows, ld}, 31);
+  for (float& v : x) v *= 8.0f;
+  Tensor want = x.clone();
+  softmax_columns(x.data(), rows, cols, ld);
+  softmax_columns_reference(want.data(), rows, cols, ld);
+  EXPECT_LE(max_abs_error(x, want), 1e-6);
+  for (int64_t c = 0; c < cols; ++c) {
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r) sum += x[r * ld + c];
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = cols; c < ld; ++c) EXPECT_EQ(x[r * ld + c], want[r * ld + c]);
 }
 
 TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {

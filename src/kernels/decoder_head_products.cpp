@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <vector>
+
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
@@ -53,7 +55,70 @@ bool fits_fast_path(const HeadDotsArgs& a) {
   }
 }
 
+// Two heads at a time: 16 accumulators of 16 channels (head h's 8 outputs, then
+// head h + 1's), each row adding its x slices times its 16 scaled weights.
+[[gnu::target("avx512f")]] void head_weighted_sums_two_heads_avx512(const HeadWeightedSumsArgs& a) {
+  constexpr int64_t kWeights = 2 * kFastPerHead;
+  for (int64_t h = 0; h < a.heads; h += 2) {
+    __m512 acc[kWeights];
+    for (__m512& v : acc) v = _mm512_setzero_ps();
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const float* x = a.x + i * a.ldx + h * kFastHeadDim;
+      const __m512 head0 = _mm512_loadu_ps(x), head1 = _mm512_loadu_ps(x + kFastHeadDim);
+      __m512 w = _mm512_loadu_ps(a.w + i * a.ldw + h * kFastPerHead);
+      if (a.row_scale != nullptr) w = _mm512_mul_ps(w, _mm512_set1_ps(a.row_scale[i]));
+      alignas(64) float weights[kWeights];
+      _mm512_store_ps(weights, w);
+      for (int64_t j = 0; j < kFastPerHead; ++j) {
+        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), head0, acc[j]);
+        acc[kFastPerHead + j] = _mm512_fmadd_ps(_mm512_set1_ps(weights[kFastPerHead + j]), head1, acc[kFastPerHead + j]);
+      }
+    }
+    for (int64_t k = 0; k < 2; ++k)
+      for (int64_t j = 0; j < kFastPerHead; ++j) {
+        float* out = a.out + j * a.ldo + (h + k) * kFastHeadDim;
+        _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc[k * kFastPerHead + j]));
+      }
+  }
+}
+
 }  // namespace
+
+void head_weighted_sums(const HeadWeightedSumsArgs& a) {
+  if (a.head_dim == kFastHeadDim && a.per_head == kFastPerHead && a.heads % 2 == 0 &&
+      best_simd_level() >= SimdLevel::avx512) {
+    head_weighted_sums_two_heads_avx512(a);
+    return;
+  }
+  // Any other shape: each head's scaled weights [rows, per_head], then a GEMM
+  // with them transposed.
+  std::vector<float> scaled(static_cast<size_t>(a.rows * a.per_head));
+  for (int64_t h = 0; h < a.heads; ++h) {
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const float s = a.row_scale != nullptr ? a.row_scale[i] : 1.0f;
+      for (int64_t j = 0; j < a.per_head; ++j) {
+        scaled[static_cast<size_t>(i * a.per_head + j)] = a.w[i * a.ldw + h * a.per_head + j] * s;
+      }
+    }
+    gemm({.m = a.per_head, .n = a.head_dim, .k = a.rows, .a = scaled.data(), .lda = a.per_head,
+          .b = a.x + h * a.head_dim, .ldb = a.ldx, .b_transposed = false, .a_transposed = true,
+          .c = a.out + h * a.head_dim, .ldc = a.ldo, .accumulate = true});
+  }
+}
+
+void head_weighted_sums_reference(const HeadWeightedSumsArgs& a) {
+  for (int64_t h = 0; h < a.heads; ++h)
+    for (int64_t j = 0; j < a.per_head; ++j)
+      for (int64_t d = 0; d < a.head_dim; ++d) {
+        double sum = 0;
+        for (int64_t i = 0; i < a.rows; ++i) {
+          const double s = a.row_scale != nullptr ? a.row_scale[i] : 1.0;
+          sum += s * a.w[i * a.ldw + h * a.per_head + j] * a.x[i * a.ldx + h * a.head_dim + d];
+        }
+        float& out = a.out[j * a.ldo + h * a.head_dim + d];
+        out = static_cast<float>(out + sum);
+      }
+}
 
 void head_dots(const HeadDotsArgs& a) {
   if (fits_fast_path(a) && a.heads <= 64) {

@@ -24,4 +24,23 @@ void head_dots(const HeadDotsArgs& args);
 // The plain loop (double accumulation) head_dots is tested against.
 void head_dots_reference(const HeadDotsArgs& args);
 
+// The transpose of head_dots: weights w [rows, heads * per_head] (row stride ldw),
+// optionally scaled per row, sum rows of x [rows, heads * head_dim] into each
+// head's per_head outputs:
+//   out[j, h * head_dim + d] += sum_i row_scale[i] * w[i, h * per_head + j] * x[i, h * head_dim + d]
+// (out row stride ldo; row_scale null means 1). An attention's probability-weighted
+// sum of values when its probabilities are stored one image row per row.
+struct HeadWeightedSumsArgs {
+  int64_t rows = 0, heads = 1, head_dim = 0, per_head = 0;
+  const float* w = nullptr;
+  int64_t ldw = 0;
+  const float* row_scale = nullptr;
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  float* out = nullptr;  // [per_head, heads * head_dim]
+  int64_t ldo = 0;
+};
+void head_weighted_sums(const HeadWeightedSumsArgs& args);
+void head_weighted_sums_reference(const HeadWeightedSumsArgs& args);
+
 }  // namespace sam2rt

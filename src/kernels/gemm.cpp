@@ -17,8 +17,8 @@ void gemm(const GemmArgs& g) {
     }
     return;
   }
-  dnnl_status_t status = dnnl_sgemm('N', g.b_transposed ? 'T' : 'N', g.m, g.n, g.k, 1.0f, g.a, g.lda, g.b,
-                                    g.ldb, g.accumulate ? 1.0f : 0.0f, g.c, g.ldc);
+  dnnl_status_t status = dnnl_sgemm(g.a_transposed ? 'T' : 'N', g.b_transposed ? 'T' : 'N', g.m, g.n, g.k, 1.0f,
+                                    g.a, g.lda, g.b, g.ldb, g.accumulate ? 1.0f : 0.0f, g.c, g.ldc);
   if (status != dnnl_success) throw Error("oneDNN sgemm failed with status " + std::to_string(status));
 }
 
@@ -28,7 +28,8 @@ void gemm_reference(const GemmArgs& g) {
       double sum = g.accumulate ? g.c[i * g.ldc + j] : 0.0;
       for (int64_t p = 0; p < g.k; ++p) {
         float b = g.b_transposed ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j];
-        sum += static_cast<double>(g.a[i * g.lda + p]) * b;
+        const float a = g.a_transposed ? g.a[p * g.lda + i] : g.a[i * g.lda + p];
+        sum += static_cast<double>(a) * b;
       }
       g.c[i * g.ldc + j] = static_cast<float>(sum);
     }

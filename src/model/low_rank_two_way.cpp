@@ -9,6 +9,7 @@
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
+#include "kernels/softmax_columns.h"
 #include "kernels/stage_profile.h"
 #include "kernels/thread_scratch.h"
 
@@ -121,13 +122,15 @@ struct FactoredImageRows {
 };
 
 // attn (a token -> image attention) of the queries q_in [T, C] over such rows, without
-// forming its [HW, D] keys and values: the scores [heads * T, HW] are per-head
-// products of the queries with the rows' shared and constant keys plus the
-// queries' dots with the basis keys times coef; the mixed values are the
-// probabilities times row_scale times the shared values, plus (probabilities
-// times coef) times the basis values, plus the constant (each row of
-// probabilities sums to 1). Heads are shared by `threads` workers; the rounding
-// does not depend on their number. Returns the output [T, C] (out_proj applied).
+// forming its [HW, D] keys and values. The probabilities are kept one image row
+// per row ([HW, heads * T], column (h, j) for query j in head h): the scores of a
+// row are per-head products of its shared and constant keys with the queries
+// plus its coef times the queries' dots with the basis keys; the softmax runs
+// down the columns. The mixed values are the probabilities times row_scale times
+// the shared values, plus (probabilities times coef) times the basis values,
+// plus the constant (each column of probabilities sums to 1). Row blocks and
+// heads are shared by `threads` workers; the rounding does not depend on their
+// number. Returns the output [T, C] (out_proj applied).
 Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, const FactoredImageRows& x,
                             int threads) {
   const int64_t t = q_in.dim(0), n = x.coef.dim(0), r = x.coef.dim(1), width = attn.internal_dim();
@@ -142,37 +145,36 @@ Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, co
           .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
           .c = basis_scores.data() + h * t * r, .ldc = r});
   }
-  Tensor probs = image_sized({pairs, n});
+  Tensor probs = image_sized({n, pairs});
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
     const int64_t rows = r1 - r0;
     float* const keys = thread_scratch(0, rows * width);
     scale_rows_add(x.row_scale.data() + r0, x.keys_shared.data() + r0 * width, width,
                    x.keys_const.data() + r0 * width, width, rows, width, keys, width);
-    for (int64_t h = 0; h < heads; ++h) {
-      gemm({.m = t, .n = rows, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
-            .b = keys + h * head_dim, .ldb = width, .b_transposed = true,
-            .c = probs.data() + h * t * n + r0, .ldc = n});
-    }
-    gemm({.m = pairs, .n = rows, .k = r, .a = basis_scores.data(), .lda = r, .b = x.coef.data() + r0 * r, .ldb = r,
-          .b_transposed = true, .c = probs.data() + r0, .ldc = n, .accumulate = true});
+    head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = t, .x = keys, .ldx = width,
+               .vectors = queries.data(), .out = probs.data() + r0 * pairs, .ldo = pairs});
+    gemm({.m = rows, .n = pairs, .k = r, .a = x.coef.data() + r0 * r, .lda = r, .b = basis_scores.data(), .ldb = r,
+          .b_transposed = true, .c = probs.data() + r0 * pairs, .ldc = pairs, .accumulate = true});
   });
+  softmax_columns(probs.data(), n, pairs, pairs);
+  Tensor with_coef = Tensor::uninitialized({pairs, r});
+  gemm({.m = pairs, .n = r, .k = n, .a = probs.data(), .lda = pairs, .b = x.coef.data(), .ldb = r,
+        .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
   Tensor mixed = Tensor::uninitialized({t, width});
-  for_row_blocks(threads, heads, 1, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; ++h) {
-      float* head_probs = probs.data() + h * t * n;
-      softmax_rows(head_probs, t, n, n);
-      float* const scaled = thread_scratch(0, t * n);
-      float* const with_coef = thread_scratch(1, t * r);
-      for (int64_t j = 0; j < t; ++j)
-        for (int64_t i = 0; i < n; ++i) scaled[j * n + i] = head_probs[j * n + i] * x.row_scale[i];
-      float* out = mixed.data() + h * head_dim;
-      for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data() + h * head_dim, head_dim, out + j * width);
-      gemm({.m = t, .n = head_dim, .k = n, .a = scaled, .lda = n, .b = x.values_shared.data() + h * head_dim,
-            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
-      gemm({.m = t, .n = r, .k = n, .a = head_probs, .lda = n, .b = x.coef.data(), .ldb = r, .b_transposed = false,
-            .c = with_coef, .ldc = r});
-      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef, .lda = r, .b = basis_values.data() + h * head_dim,
-            .ldb = width, .b_transposed = false, .c = out, .ldc = width, .accumulate = true});
+  for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed.data() + j * width);
+  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
+  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t step = s0; step < s1; ++step) {
+      const int64_t h = step * heads_per_step;
+      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
+                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = x.row_scale.data(),
+                          .x = x.values_shared.data() + h * head_dim, .ldx = width,
+                          .out = mixed.data() + h * head_dim, .ldo = width});
+      for (int64_t k = h; k < h + heads_per_step; ++k) {
+        gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + k * t * r, .lda = r,
+              .b = basis_values.data() + k * head_dim, .ldb = width, .b_transposed = false,
+              .c = mixed.data() + k * head_dim, .ldc = width, .accumulate = true});
+      }
     }
   });
   Tensor out({t, attn.out_proj.out_features()});

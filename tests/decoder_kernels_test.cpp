@@ -10,6 +10,7 @@
 #include "kernels/decoder_rows.h"
 #include "kernels/norm.h"
 #include "kernels/patch_conv.h"
+#include "kernels/small_rows_linear.h"
 #include "kernels/thread_scratch.h"
 
 namespace sam2rt {
@@ -34,6 +35,30 @@ double max_relative_error(const Tensor& a, const Tensor& b) {
     worst = std::max(worst, d);
   }
   return worst;
+}
+
+// Every row count the kernel takes (register blocks of 1..8 rows, two blocks
+// above 8), output widths with a partial 16- and 32-column tail, strided rows.
+TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
+  if (!small_rows_linear_applies(1)) GTEST_SKIP() << "needs AVX-512";
+  const int64_t in = 37, ldx = in + 3;
+  for (const int64_t columns : {int64_t{45}, int64_t{7}, int64_t{64}}) {
+    const int64_t ldw = columns + 2, ldy = columns + 5;
+    const Tensor w = random_tensor({in, ldw}, 41), bias = random_tensor({columns}, 42);
+    for (int64_t rows = 1; rows <= 16; ++rows) {
+      ASSERT_TRUE(small_rows_linear_applies(rows));
+      const Tensor x = random_tensor({rows, ldx}, 43);
+      Tensor got = Tensor::filled({rows, ldy}, 9.0f), want = got.clone();
+      SmallRowsLinearArgs args{.rows = rows, .in = in, .columns = columns, .x = x.data(), .ldx = ldx,
+                               .weight_t = w.data(), .ldw = ldw, .bias = bias.data(), .y = got.data(), .ldy = ldy};
+      small_rows_linear(args);
+      args.y = want.data();
+      small_rows_linear_reference(args);
+      EXPECT_LE(max_relative_error(got, want), 1e-5) << rows << " rows, " << columns << " columns";
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(got[r * ldy + columns], 9.0f);
+    }
+  }
+  EXPECT_FALSE(small_rows_linear_applies(17));
 }
 
 TEST(DecoderKernels, ConvTranspose2x2MatchesReference) {

@@ -16,7 +16,7 @@ Tensor random_tensor(Shape shape, std::mt19937& rng, float scale = 1.0f) {
 }
 
 DecoderAttention random_attention(int64_t c, int64_t width, int heads, std::mt19937& rng) {
-  auto linear = [&](int64_t out, int64_t in) { return DecoderLinear{random_tensor({out, in}, rng, 0.2f), random_tensor({out}, rng)}; };
+  auto linear = [&](int64_t out, int64_t in) { return DecoderLinear{random_tensor({out, in}, rng, 0.2f), random_tensor({out}, rng), {}}; };
   return DecoderAttention{linear(width, c), linear(width, c), linear(width, c), linear(c, width), heads};
 }
 

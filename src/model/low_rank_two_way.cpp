@@ -182,6 +182,38 @@ Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, co
   return out;
 }
 
+// attn of the queries q [T, D] (projected) over image rows whose keys and values
+// are projected already ([HW, D] each): the probabilities one image row per row
+// as in attend_factored_rows. Returns the output [T, C] (out_proj applied).
+Tensor attend_projected_rows(const DecoderAttention& attn, const Tensor& q, const Tensor& keys, const Tensor& values,
+                             int threads) {
+  const int64_t t = q.dim(0), n = keys.dim(0), width = attn.internal_dim();
+  const int64_t heads = attn.num_heads, head_dim = width / heads, pairs = heads * t;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const Tensor queries = split_heads(q, heads, scale);
+  Tensor probs = image_sized({n, pairs});
+  for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    head_dots({.rows = r1 - r0, .heads = heads, .head_dim = head_dim, .per_head = t,
+               .x = keys.data() + r0 * width, .ldx = width, .vectors = queries.data(),
+               .out = probs.data() + r0 * pairs, .ldo = pairs});
+  });
+  softmax_columns(probs.data(), n, pairs, pairs);
+  Tensor mixed({t, width});
+  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
+  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t step = s0; step < s1; ++step) {
+      const int64_t h = step * heads_per_step;
+      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
+                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = nullptr,
+                          .x = values.data() + h * head_dim, .ldx = width, .out = mixed.data() + h * head_dim,
+                          .ldo = width});
+    }
+  });
+  Tensor out({t, attn.out_proj.out_features()});
+  attn.out_proj.apply(mixed.data(), t, out.data());
+  return out;
+}
+
 }  // namespace
 
 LowRankTwoWayTransformer::LowRankTwoWayTransformer(const TwoWayTransformer& transformer)
@@ -295,10 +327,8 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   {
     ScopedStage stage("decoder: token -> image attention");
     const DecoderAttention& attn = first_.cross_attn_token_to_image;
-    const Tensor q = attn.q_proj(add(queries, query_pe));
-    Tensor attn_out({t, c});
-    attn.attend_projected(q.data(), t, input.token_to_image_k.data(), input.token_to_image_v.data(), n,
-                          attn_out.data(), threads);
+    const Tensor attn_out = attend_projected_rows(attn, attn.q_proj(add(queries, query_pe)),
+                                                  input.token_to_image_k, input.token_to_image_v, threads);
     queries = first_.norm2(add(queries, attn_out));
   }
   {

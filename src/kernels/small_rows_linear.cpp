@@ -1,0 +1,80 @@
+#include "kernels/small_rows_linear.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/simd.h"
+
+namespace sam2rt {
+
+namespace {
+
+constexpr int64_t kMaxRows = 16;
+// Rows per register block: 8 rows x 2 vectors of 16 columns = 16 accumulators.
+constexpr int kRowBlock = 8;
+constexpr int64_t kColumnBlock = 32;
+
+template <int Rows>
+[[gnu::target("avx512f")]] void rows_block_avx512(const SmallRowsLinearArgs& a, int64_t r0) {
+  for (int64_t c0 = 0; c0 < a.columns; c0 += kColumnBlock) {
+    const int64_t left = std::min(kColumnBlock, a.columns - c0);
+    const __mmask16 mask0 = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+    const __mmask16 mask1 =
+        left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (left - 16)) - 1u);
+    __m512 acc[Rows][2];
+    for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const float* w = a.weight_t + c0;
+    const float* x = a.x + r0 * a.ldx;
+    for (int64_t k = 0; k < a.in; ++k) {
+      const __m512 w0 = _mm512_maskz_loadu_ps(mask0, w + k * a.ldw);
+      const __m512 w1 = _mm512_maskz_loadu_ps(mask1, w + k * a.ldw + 16);
+      for (int r = 0; r < Rows; ++r) {
+        const __m512 xr = _mm512_set1_ps(x[r * a.ldx + k]);
+        acc[r][0] = _mm512_fmadd_ps(xr, w0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(xr, w1, acc[r][1]);
+      }
+    }
+    const __m512 b0 = _mm512_maskz_loadu_ps(mask0, a.bias + c0), b1 = _mm512_maskz_loadu_ps(mask1, a.bias + c0 + 16);
+    for (int r = 0; r < Rows; ++r) {
+      float* y = a.y + (r0 + r) * a.ldy + c0;
+      _mm512_mask_storeu_ps(y, mask0, _mm512_add_ps(acc[r][0], b0));
+      _mm512_mask_storeu_ps(y + 16, mask1, _mm512_add_ps(acc[r][1], b1));
+    }
+  }
+}
+
+template <int Rows>
+void rows_block_upto(const SmallRowsLinearArgs& a, int64_t r0, int rows) {
+  if constexpr (Rows > 1) {
+    if (rows < Rows) {
+      rows_block_upto<Rows - 1>(a, r0, rows);
+      return;
+    }
+  }
+  rows_block_avx512<Rows>(a, r0);
+}
+
+}  // namespace
+
+bool small_rows_linear_applies(int64_t rows) {
+  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
+  return has_avx512 && rows >= 1 && rows <= kMaxRows;
+}
+
+void small_rows_linear(const SmallRowsLinearArgs& a) {
+  for (int64_t r0 = 0; r0 < a.rows; r0 += kRowBlock) {
+    rows_block_upto<kRowBlock>(a, r0, static_cast<int>(std::min<int64_t>(kRowBlock, a.rows - r0)));
+  }
+}
+
+void small_rows_linear_reference(const SmallRowsLinearArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t j = 0; j < a.columns; ++j) {
+      double sum = a.bias[j];
+      for (int64_t k = 0; k < a.in; ++k) sum += static_cast<double>(a.x[r * a.ldx + k]) * a.weight_t[k * a.ldw + j];
+      a.y[r * a.ldy + j] = static_cast<float>(sum);
+    }
+}
+
+}  // namespace sam2rt

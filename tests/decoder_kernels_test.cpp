@@ -108,6 +108,15 @@ TEST(DecoderKernels, ConvTranspose2x2ChannelsLastBandsMatchReference) {
       worst = std::max(worst, d / std::max(1.0, std::fabs(static_cast<double>(want[o * 4 * h * w + p]))));
     }
   EXPECT_LE(worst, 1e-5);
+  // A skip connection added in the same pass: (tap + bias) + add, as two passes round.
+  const Tensor add = random_tensor({4 * h * w, cout}, 7);
+  std::vector<float> with_add(out.size());
+  for (int64_t i0 = 0; i0 < h; i0 += 2) {
+    const int64_t rows = std::min<int64_t>(2, h - i0), first = 2 * i0 * 2 * w * cout;
+    conv_transpose_2x2_stride2_hwc(x_hwc.data() + i0 * w * cin, rows, w, cin, taps, bias, with_add.data() + first,
+                                   scratch.data(), add.data() + first);
+  }
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(with_add[i], out[i] + add[static_cast<int64_t>(i)]) << i;
   EXPECT_THROW(conv_transpose_2x2_stride2_hwc(x_hwc.data(), 1, w, cin + 1, taps, bias, out.data(), scratch.data()),
                Error);
 }

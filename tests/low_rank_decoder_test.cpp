@@ -158,7 +158,7 @@ TEST(LowRankDecoderKernels, ScatterOfTapsIsTheTransposedConvolution) {
   Tensor products({h * w, 4 * cout}), out({4 * h * w, cout});
   gemm_reference({.m = h * w, .n = 4 * cout, .k = cin, .a = x_hwc.data(), .lda = cin, .b = taps.data(),
                   .ldb = 4 * cout, .b_transposed = false, .c = products.data(), .ldc = 4 * cout});
-  scatter_2x2_taps(products.data(), h, w, cout, out.data());
+  scatter_2x2_taps(products.data(), h, w, cout, nullptr, nullptr, out.data());
   for (int64_t o = 0; o < cout; ++o)
     for (int64_t p = 0; p < 4 * h * w; ++p) EXPECT_NEAR(out[p * cout + o], want[o * 4 * h * w + p], 1e-5) << o << " " << p;
 }

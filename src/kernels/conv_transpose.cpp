@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/decoder_rows.h"
 #include "kernels/gemm.h"
 
 namespace sam2rt {
@@ -64,7 +65,7 @@ Tensor pack_conv_transpose_2x2_taps(const Tensor& weight) {
 }
 
 void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
-                                    const Tensor& bias, float* out, float* scratch) {
+                                    const Tensor& bias, float* out, float* scratch, const float* add) {
   const int64_t row_taps = weight_taps.dim(1), cout = row_taps / 4;
   if (weight_taps.dim(0) != cin || row_taps % 4 != 0 || (!bias.empty() && bias.numel() != cout)) {
     throw Error("conv_transpose_2x2_stride2_hwc: " + std::to_string(cin) + " input channels do not match taps " +
@@ -72,18 +73,7 @@ void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int
   }
   gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
         .b_transposed = false, .c = scratch, .ldc = row_taps});
-  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx); for a fixed dy its two dx
-  // taps are adjacent in both the scratch row and the output row.
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t dy = 0; dy < 2; ++dy) {
-      float* out_row = out + (2 * i + dy) * 2 * w * cout;
-      for (int64_t j = 0; j < w; ++j) {
-        const float* taps = scratch + (i * w + j) * row_taps + dy * 2 * cout;
-        float* pixels = out_row + 2 * j * cout;
-        for (int64_t dx = 0; dx < 2; ++dx)
-          for (int64_t o = 0; o < cout; ++o) pixels[dx * cout + o] = taps[dx * cout + o] + (bias.empty() ? 0.0f : bias[o]);
-      }
-    }
+  scatter_2x2_taps(scratch, rows, w, cout, bias.empty() ? nullptr : bias.data(), add, out);
 }
 
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {

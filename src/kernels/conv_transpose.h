@@ -13,10 +13,12 @@ Tensor conv_transpose_2x2_stride2(const Tensor& x, const Tensor& weight, const T
 // The same layer on channels-last maps, for a band of input rows. weight_taps is
 // the weight repacked by pack_conv_transpose_2x2_taps. x holds `rows` input rows of
 // a W-wide map ([rows * W, Cin]); out receives the 2 * rows output rows they make
-// ([2 * rows * 2W, Cout]). scratch: rows * W * 4 * Cout floats.
+// ([2 * rows * 2W, Cout]), plus the same pixels of `add` when given (laid out as
+// out: the skip connection of the mask decoder's upscaling, in the same pass).
+// scratch: rows * W * 4 * Cout floats.
 Tensor pack_conv_transpose_2x2_taps(const Tensor& weight);  // [Cin, Cout, 2, 2] -> [Cin, 4 * Cout], column (dy*2+dx)*Cout+o
 void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
-                                    const Tensor& bias, float* out, float* scratch);
+                                    const Tensor& bias, float* out, float* scratch, const float* add = nullptr);
 
 // Plain loop (double accumulation) the fast path is tested against.
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias);

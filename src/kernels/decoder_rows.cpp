@@ -3,9 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/norm.h"
 #include "kernels/simd.h"
+
+// Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace sam2rt {
 
@@ -62,6 +66,42 @@ __attribute__((target("avx2"))) double dot_row_avx2(const float* a, const B* b, 
   double sum = 0;
   for (const double lane : lanes) sum += lane;
   return sum;
+}
+
+// One run of scatter_2x2_taps: out = (src + bias) + add, either term optional.
+template <int Lanes>
+[[gnu::always_inline]] inline void scatter_run_body(const float* src, const float* bias, const float* add, int64_t n,
+                                                    float* out) {
+  using V = typename simd::Types<Lanes>::F;
+  int64_t k = 0;
+  for (; k + Lanes <= n; k += Lanes) {
+    V v = simd::load<V>(src + k);
+    if (bias != nullptr) v += simd::load<V>(bias + k);
+    if (add != nullptr) v += simd::load<V>(add + k);
+    simd::store(out + k, v);
+  }
+  for (; k < n; ++k) {
+    float v = src[k];
+    if (bias != nullptr) v += bias[k];
+    if (add != nullptr) v += add[k];
+    out[k] = v;
+  }
+}
+
+using ScatterRun = void (*)(const float*, const float*, const float*, int64_t, float*);
+
+[[gnu::target("avx512f")]] void scatter_run_avx512(const float* src, const float* bias, const float* add, int64_t n,
+                                                   float* out) {
+  scatter_run_body<16>(src, bias, add, n, out);
+}
+
+[[gnu::target("avx2")]] void scatter_run_avx2(const float* src, const float* bias, const float* add, int64_t n,
+                                              float* out) {
+  scatter_run_body<8>(src, bias, add, n, out);
+}
+
+void scatter_run_baseline(const float* src, const float* bias, const float* add, int64_t n, float* out) {
+  scatter_run_body<4>(src, bias, add, n, out);
 }
 
 }  // namespace
@@ -123,15 +163,26 @@ void center_rows(float* x, int64_t rows, int64_t c) {
   }
 }
 
-void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, float* out) {
-  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx); for a fixed dy its two
-  // dx taps are adjacent in both the taps row and the output row.
+void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, const float* bias, const float* add,
+                      float* out) {
+  static const SimdLevel level = best_simd_level();
+  // Both dx taps of a dy are adjacent in the taps row and in the output row: one
+  // run of 2 * cout values per input pixel and dy, with the bias repeated twice.
+  const int64_t run = 2 * cout;
+  std::vector<float> bias_twice;
+  if (bias != nullptr) {
+    bias_twice.assign(bias, bias + cout);
+    bias_twice.insert(bias_twice.end(), bias, bias + cout);
+  }
+  const ScatterRun scatter = level == SimdLevel::avx512 ? scatter_run_avx512
+                             : level == SimdLevel::avx2 ? scatter_run_avx2
+                                                        : scatter_run_baseline;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t dy = 0; dy < 2; ++dy) {
-      float* out_row = out + (2 * i + dy) * 2 * w * cout;
+      const int64_t first = (2 * i + dy) * 2 * w * cout;
       for (int64_t j = 0; j < w; ++j) {
-        const float* pixel_taps = taps + ((i * w + j) * 4 + dy * 2) * cout;
-        std::copy_n(pixel_taps, 2 * cout, out_row + 2 * j * cout);
+        scatter(taps + ((i * w + j) * 4 + dy * 2) * cout, bias != nullptr ? bias_twice.data() : nullptr,
+                add != nullptr ? add + first + j * run : nullptr, run, out + first + j * run);
       }
     }
 }

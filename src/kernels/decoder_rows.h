@@ -35,7 +35,10 @@ void center_rows(float* x, int64_t rows, int64_t c);
 // The scatter of a 2x2, stride-2 transposed convolution on channels-last maps:
 // taps holds, per input pixel of a band of `rows` rows of a w-wide map, its four
 // output pixels [rows * w, 4 * cout] (column (dy * 2 + dx) * cout + o); out
-// receives the 2 * rows output rows ([2 * rows * 2w, cout]).
-void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, float* out);
+// receives the 2 * rows output rows ([2 * rows * 2w, cout]): the tap plus bias[o]
+// (when bias is given), plus the same pixel of `add` (when given, laid out as out):
+// (tap + bias) + add, as the separate steps would round.
+void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, const float* bias, const float* add,
+                      float* out);
 
 }  // namespace sam2rt

@@ -153,8 +153,9 @@ template <typename FirstConv>
 void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv,
                           MaskDecoderOutput& result, int threads) const {
   // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
-  // features, a band of rows at a time: ConvTranspose, + feat_s1, LayerNorm2d,
-  // GELU, ConvTranspose, + feat_s0, GELU, then the hypernetwork dot products.
+  // features, a band of rows at a time: ConvTranspose + feat_s1 (one pass),
+  // LayerNorm2d, GELU, ConvTranspose + feat_s0 (one pass), GELU, then the
+  // hypernetwork dot products.
   ScopedStage stage("decoder: upscaling + mask products");
   const int64_t e = config_.image_embedding_size();
   const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
@@ -166,14 +167,13 @@ void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, F
     float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
     float* const up1 = thread_scratch(1, up1_pixels * up1_c);
     float* const up = thread_scratch(2, up_pixels * up_c);
-    first_conv(i0, rows, up1, scratch);
-    add_layer_norm_rows(up1, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1_pixels, up1_c,
-                        upscale_norm_w_.data(), upscale_norm_b_.data(), kLayerNorm2dEps);
+    first_conv(i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
+    add_layer_norm_rows(up1, nullptr, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
+                        kLayerNorm2dEps);
     gelu_exact_inplace(up1, up1_pixels * up1_c);
-    conv_transpose_2x2_stride2_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up,
-                                   scratch);
     const int64_t first_pixel = 4 * i0 * l;
-    add_rows_inplace(up, image.feat_s0.data() + first_pixel * up_c, up_pixels * up_c);
+    conv_transpose_2x2_stride2_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up, scratch,
+                                   image.feat_s0.data() + first_pixel * up_c);
     gelu_exact_inplace(up, up_pixels * up_c);
     gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up,
           .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
@@ -189,9 +189,9 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   if (wanted && !wanted(result.iou)) return result;
   upscale(
       image, hyper,
-      [&](int64_t i0, int64_t rows, float* up1, float* scratch) {
+      [&](int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
         conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1,
-                                       scratch);
+                                       scratch, skip);
       },
       result, threads);
   return result;
@@ -219,13 +219,13 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
         .b_transposed = false, .c = bias_taps.data(), .ldc = taps, .accumulate = true});
   upscale(
       image, hyper,
-      [&](int64_t i0, int64_t rows, float* up1, float* scratch) {
+      [&](int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
         const int64_t first = i0 * e, count = rows * e;
         scale_rows_add(keys.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
                        bias_taps.data(), 0, count, taps, scratch, taps);
         gemm({.m = count, .n = taps, .k = r, .a = keys.coef.data() + first * r, .lda = r, .b = basis_taps.data(),
               .ldb = taps, .b_transposed = false, .c = scratch, .ldc = taps, .accumulate = true});
-        scatter_2x2_taps(scratch, rows, e, up1_c, up1);
+        scatter_2x2_taps(scratch, rows, e, up1_c, nullptr, skip, up1);
       },
       result, threads);
   return result;

@@ -65,8 +65,9 @@ class MaskDecoder {
   Tensor tokens(const Tensor& sparse) const;
   // The heads on the transformer's output tokens hs; returns the hypernetwork weights [T, C/8].
   Tensor output_heads(const Tensor& hs, MaskDecoderOutput& result) const;
-  // The upscaling pass; first_conv(i0, rows, up1, scratch) writes the first
-  // ConvTranspose's output (bias included) for the E-grid rows [i0, i0 + rows).
+  // The upscaling pass; first_conv(i0, rows, skip, up1, scratch) writes the first
+  // ConvTranspose's output (bias included) plus skip (those rows of feat_s1) for
+  // the E-grid rows [i0, i0 + rows).
   template <typename FirstConv>
   void upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv, MaskDecoderOutput& result,
                int threads) const;

@@ -38,23 +38,32 @@ double max_relative_error(const Tensor& a, const Tensor& b) {
 }
 
 // Every row count the kernel takes (register blocks of 1..8 rows, two blocks
-// above 8), output widths with a partial 16- and 32-column tail, strided rows.
+// above 8), output widths with a partial block, strided rows; against the plain
+// sum over the unpacked PyTorch weight.
 TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
   if (!small_rows_linear_applies(1)) GTEST_SKIP() << "needs AVX-512";
   const int64_t in = 37, ldx = in + 3;
   for (const int64_t columns : {int64_t{45}, int64_t{7}, int64_t{64}}) {
-    const int64_t ldw = columns + 2, ldy = columns + 5;
-    const Tensor w = random_tensor({in, ldw}, 41), bias = random_tensor({columns}, 42);
+    const int64_t ldy = columns + 5;
+    const Tensor weight = random_tensor({columns, in}, 41), bias = random_tensor({columns}, 42);
+    const Tensor packed = pack_small_rows_weight(weight);
     for (int64_t rows = 1; rows <= 16; ++rows) {
       ASSERT_TRUE(small_rows_linear_applies(rows));
       const Tensor x = random_tensor({rows, ldx}, 43);
-      Tensor got = Tensor::filled({rows, ldy}, 9.0f), want = got.clone();
+      Tensor got = Tensor::filled({rows, ldy}, 9.0f), want = got.clone(), via_reference = got.clone();
       SmallRowsLinearArgs args{.rows = rows, .in = in, .columns = columns, .x = x.data(), .ldx = ldx,
-                               .weight_t = w.data(), .ldw = ldw, .bias = bias.data(), .y = got.data(), .ldy = ldy};
+                               .packed = packed.data(), .bias = bias.data(), .y = got.data(), .ldy = ldy};
       small_rows_linear(args);
-      args.y = want.data();
+      args.y = via_reference.data();
       small_rows_linear_reference(args);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < columns; ++j) {
+          double sum = bias[j];
+          for (int64_t k = 0; k < in; ++k) sum += static_cast<double>(x[r * ldx + k]) * weight[j * in + k];
+          want[r * ldy + j] = static_cast<float>(sum);
+        }
       EXPECT_LE(max_relative_error(got, want), 1e-5) << rows << " rows, " << columns << " columns";
+      EXPECT_LE(max_relative_error(via_reference, want), 1e-6) << rows << " rows, " << columns << " columns";
       for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(got[r * ldy + columns], 9.0f);
     }
   }

@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kMaxRows = 16;
 // Rows per register block: 8 rows x 2 vectors of 16 columns = 16 accumulators.
 constexpr int kRowBlock = 8;
-constexpr int64_t kColumnBlock = 32;
+constexpr int64_t kColumnBlock = kSmallRowsColumns;
 
 template <int Rows>
 [[gnu::target("avx512f")]] void rows_block_avx512(const SmallRowsLinearArgs& a, int64_t r0) {
@@ -24,11 +24,11 @@ template <int Rows>
         left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (left - 16)) - 1u);
     __m512 acc[Rows][2];
     for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const float* w = a.weight_t + c0;
+    const float* w = a.packed + c0 * a.in;
     const float* x = a.x + r0 * a.ldx;
     for (int64_t k = 0; k < a.in; ++k) {
-      const __m512 w0 = _mm512_maskz_loadu_ps(mask0, w + k * a.ldw);
-      const __m512 w1 = _mm512_maskz_loadu_ps(mask1, w + k * a.ldw + 16);
+      const __m512 w0 = _mm512_loadu_ps(w + k * kColumnBlock);
+      const __m512 w1 = _mm512_loadu_ps(w + k * kColumnBlock + 16);
       for (int r = 0; r < Rows; ++r) {
         const __m512 xr = _mm512_set1_ps(x[r * a.ldx + k]);
         acc[r][0] = _mm512_fmadd_ps(xr, w0, acc[r][0]);
@@ -57,6 +57,16 @@ void rows_block_upto(const SmallRowsLinearArgs& a, int64_t r0, int rows) {
 
 }  // namespace
 
+Tensor pack_small_rows_weight(const Tensor& weight) {
+  const int64_t out = weight.dim(0), in = weight.dim(1), blocks = (out + kColumnBlock - 1) / kColumnBlock;
+  Tensor packed({blocks, in, kColumnBlock});
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < in; ++k) {
+      packed[((o / kColumnBlock) * in + k) * kColumnBlock + o % kColumnBlock] = weight[o * in + k];
+    }
+  return packed;
+}
+
 bool small_rows_linear_applies(int64_t rows) {
   static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
   return has_avx512 && rows >= 1 && rows <= kMaxRows;
@@ -72,7 +82,8 @@ void small_rows_linear_reference(const SmallRowsLinearArgs& a) {
   for (int64_t r = 0; r < a.rows; ++r)
     for (int64_t j = 0; j < a.columns; ++j) {
       double sum = a.bias[j];
-      for (int64_t k = 0; k < a.in; ++k) sum += static_cast<double>(a.x[r * a.ldx + k]) * a.weight_t[k * a.ldw + j];
+      const float* w = a.packed + (j / kColumnBlock) * a.in * kColumnBlock + j % kColumnBlock;
+      for (int64_t k = 0; k < a.in; ++k) sum += static_cast<double>(a.x[r * a.ldx + k]) * w[k * kColumnBlock];
       a.y[r * a.ldy + j] = static_cast<float>(sum);
     }
 }

@@ -2,20 +2,27 @@
 
 #include <cstdint>
 
+#include "core/tensor.h"
+
 namespace sam2rt {
 
 // A Linear layer applied to a handful of rows (the mask decoder's tokens: 1 to
 // ~16 rows against a 256 x 256 or 256 x 2048 weight). A GEMM library call costs
 // more in dispatch and in packing the weight for every call than its few hundred
-// thousand products; here the weight is transposed once ([in, out], see
-// transpose_linear_weight) and each step of the sum over `in` is one row of it
+// thousand products; here the weight is packed once (pack_small_rows_weight) into
+// blocks of kSmallRowsColumns output columns, each block's [in, 32] values one
+// contiguous stream, and each step of the sum over `in` is one row of a block
 // times a broadcast input value, all rows' outputs in registers.
+constexpr int64_t kSmallRowsColumns = 32;
+
+// PyTorch Linear weight [out, in] -> [ceil(out / 32), in, 32] (zeros past out).
+Tensor pack_small_rows_weight(const Tensor& weight);
+
 struct SmallRowsLinearArgs {
-  int64_t rows = 0, in = 0, columns = 0;  // columns: how many outputs (from column 0 of the pointers below)
+  int64_t rows = 0, in = 0, columns = 0;  // columns: how many outputs, from the first column of `packed`
   const float* x = nullptr;               // [rows, in], row stride ldx
   int64_t ldx = 0;
-  const float* weight_t = nullptr;        // [in, *], row stride ldw
-  int64_t ldw = 0;
+  const float* packed = nullptr;          // pack_small_rows_weight's blocks, from the block of the first column
   const float* bias = nullptr;            // [columns]
   float* y = nullptr;                     // [rows, columns], row stride ldy
   int64_t ldy = 0;

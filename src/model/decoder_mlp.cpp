@@ -10,26 +10,14 @@
 
 namespace sam2rt {
 
-namespace {
-
-Tensor transposed(const Tensor& weight) {
-  const int64_t out = weight.dim(0), in = weight.dim(1);
-  Tensor t = Tensor::uninitialized({in, out});
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t i = 0; i < in; ++i) t[i * out + o] = weight[o * in + i];
-  return t;
-}
-
-}  // namespace
-
 DecoderLinear DecoderLinear::load(const WeightMap& weights, const std::string& prefix) {
   DecoderLinear linear{weights.at(prefix + ".weight"), weights.at(prefix + ".bias"), {}};
-  if (linear.weight.rank() == 2) linear.weight_t = transposed(linear.weight);
+  if (linear.weight.rank() == 2) linear.weight_packed = pack_small_rows_weight(linear.weight);
   return linear;
 }
 
 Tensor DecoderLinear::operator()(const Tensor& x) const {
-  if (x.rank() == 2 && !weight_t.empty() && small_rows_linear_applies(x.dim(0)) && x.dim(1) == in_features()) {
+  if (x.rank() == 2 && !weight_packed.empty() && small_rows_linear_applies(x.dim(0)) && x.dim(1) == in_features()) {
     Tensor y = Tensor::uninitialized({x.dim(0), out_features()});
     apply(x.data(), x.dim(0), y.data());
     return y;
@@ -39,9 +27,9 @@ Tensor DecoderLinear::operator()(const Tensor& x) const {
 
 void DecoderLinear::apply(const float* x, int64_t rows, float* y) const {
   const int64_t in = in_features(), out = out_features();
-  if (!weight_t.empty() && small_rows_linear_applies(rows)) {
-    small_rows_linear({.rows = rows, .in = in, .columns = out, .x = x, .ldx = in, .weight_t = weight_t.data(),
-                       .ldw = out, .bias = bias.data(), .y = y, .ldy = out});
+  if (!weight_packed.empty() && small_rows_linear_applies(rows)) {
+    small_rows_linear({.rows = rows, .in = in, .columns = out, .x = x, .ldx = in, .packed = weight_packed.data(),
+                       .bias = bias.data(), .y = y, .ldy = out});
     return;
   }
   // Bias first, then accumulate the product, as kernels/linear does.
@@ -56,11 +44,11 @@ void DecoderLinear::apply_by_columns(const float* x, int64_t rows, float* y, int
   constexpr int64_t kColumnBlock = 256;
   const int64_t in = in_features(), out = out_features();
   const int64_t block = kColumnBlock;
-  const bool small = !weight_t.empty() && small_rows_linear_applies(rows);
+  const bool small = !weight_packed.empty() && small_rows_linear_applies(rows);
   for_row_blocks(threads, out, block, [&](int64_t j0, int64_t j1) {
     if (small) {
       small_rows_linear({.rows = rows, .in = in, .columns = j1 - j0, .x = x, .ldx = in,
-                         .weight_t = weight_t.data() + j0, .ldw = out, .bias = bias.data() + j0, .y = y + j0,
+                         .packed = weight_packed.data() + j0 * in, .bias = bias.data() + j0, .y = y + j0,
                          .ldy = out});
       return;
     }

@@ -11,9 +11,9 @@ namespace sam2rt {
 // nn.Linear loaded from `<prefix>.weight` / `<prefix>.bias`.
 struct DecoderLinear {
   Tensor weight, bias;
-  // weight transposed ([in, out]) for kernels/small_rows_linear, made by load();
-  // empty (a Linear built from its two tensors alone) means GEMMs throughout.
-  Tensor weight_t;
+  // weight packed for kernels/small_rows_linear, made by load(); empty (a Linear
+  // built from its two tensors alone) means GEMMs throughout.
+  Tensor weight_packed;
   static DecoderLinear load(const WeightMap& weights, const std::string& prefix);
   Tensor operator()(const Tensor& x) const;
   // y[rows, out] = x[rows, in] W^T + b on raw rows (same arithmetic as operator()).

@@ -9,6 +9,7 @@
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/norm.h"
+#include "kernels/mask_products.h"
 #include "kernels/patch_conv.h"
 #include "kernels/small_rows_linear.h"
 #include "kernels/thread_scratch.h"
@@ -68,6 +69,23 @@ TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
     }
   }
   EXPECT_FALSE(small_rows_linear_applies(17));
+}
+
+// SAM 2.1's shape (4 masks of 32 channels: the four-pixel path and a tail), fewer
+// masks, and another width (the GEMM path); rows of out past `count` untouched.
+TEST(DecoderKernels, MaskProductsMatchReference) {
+  struct Case {
+    int64_t masks, channels, count;
+  };
+  for (const Case c : {Case{4, 32, 203}, Case{3, 32, 64}, Case{1, 32, 7}, Case{4, 24, 50}}) {
+    const int64_t ldo = c.count + 3;
+    const Tensor hyper = random_tensor({c.masks, c.channels}, 51), pixels = random_tensor({c.count, c.channels}, 52);
+    Tensor got = Tensor::filled({c.masks, ldo}, 5.0f), want = got.clone();
+    mask_products(hyper.data(), c.masks, c.channels, pixels.data(), c.count, got.data(), ldo);
+    mask_products_reference(hyper.data(), c.masks, c.channels, pixels.data(), c.count, want.data(), ldo);
+    EXPECT_LE(max_relative_error(got, want), 2e-6) << c.masks << " masks, " << c.channels << " channels";
+    for (int64_t m = 0; m < c.masks; ++m) EXPECT_EQ(got[m * ldo + c.count], 5.0f);
+  }
 }
 
 TEST(DecoderKernels, ConvTranspose2x2MatchesReference) {

@@ -12,6 +12,7 @@
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/layout.h"
+#include "kernels/mask_products.h"
 #include "kernels/stage_profile.h"
 #include "kernels/thread_scratch.h"
 
@@ -175,8 +176,7 @@ void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, F
     conv_transpose_2x2_stride2_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up, scratch,
                                    image.feat_s0.data() + first_pixel * up_c);
     gelu_exact_inplace(up, up_pixels * up_c);
-    gemm({.m = num_mask_tokens_, .n = up_pixels, .k = up_c, .a = hyper.data(), .lda = up_c, .b = up,
-          .ldb = up_c, .b_transposed = true, .c = result.masks.data() + first_pixel, .ldc = pixels});
+    mask_products(hyper.data(), num_mask_tokens_, up_c, up, up_pixels, result.masks.data() + first_pixel, pixels);
   });
 }
 

@@ -1,0 +1,95 @@
+#include "kernels/mask_products.h"
+
+#include <immintrin.h>
+
+#include "kernels/gemm.h"
+#include "kernels/simd.h"
+
+namespace sam2rt {
+
+namespace {
+
+constexpr int64_t kMasks = 4, kChannels = 32, kPixels = 4;
+
+// GCC 12's AVX-512 shuffle and extract intrinsics start from an "undefined"
+// vector, which it then reports as maybe-uninitialized once inlined.
+#pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// The 16 dots of four pixels with four masks: v[4 * q + m] holds pixel q times
+// mask m in 16 lanes. Four levels of pairwise sums (128-bit lane shuffles, then
+// in-lane shuffles) leave 128-bit lane m holding mask m's totals for pixels 0..3.
+[[gnu::target("avx512f")]] inline __m512 sum_sixteen(const __m512 (&v)[16]) {
+  __m512 halves[8], quarters[4], pairs[2];
+  for (int i = 0; i < 8; ++i) {
+    halves[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                              _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  }
+  for (int i = 0; i < 4; ++i) {
+    quarters[i] = _mm512_add_ps(_mm512_shuffle_f32x4(halves[2 * i], halves[2 * i + 1], 0x88),
+                                _mm512_shuffle_f32x4(halves[2 * i], halves[2 * i + 1], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {
+    pairs[i] = _mm512_add_ps(_mm512_shuffle_ps(quarters[2 * i], quarters[2 * i + 1], 0x88),
+                             _mm512_shuffle_ps(quarters[2 * i], quarters[2 * i + 1], 0xDD));
+  }
+  return _mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], 0x88), _mm512_shuffle_ps(pairs[0], pairs[1], 0xDD));
+}
+
+[[gnu::target("avx512f")]] void mask_products_avx512(const float* hyper, int64_t masks, const float* pixels,
+                                                     int64_t count, float* out, int64_t ldo) {
+  __m512 lo[kMasks], hi[kMasks];
+  for (int64_t m = 0; m < kMasks; ++m) {
+    lo[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels) : _mm512_setzero_ps();
+    hi[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels + 16) : _mm512_setzero_ps();
+  }
+  int64_t p = 0;
+  for (; p + kPixels <= count; p += kPixels) {
+    __m512 v[16];
+    for (int q = 0; q < kPixels; ++q) {
+      const float* px = pixels + (p + q) * kChannels;
+      const __m512 a = _mm512_loadu_ps(px), b = _mm512_loadu_ps(px + 16);
+      for (int m = 0; m < kMasks; ++m) v[4 * q + m] = _mm512_fmadd_ps(hi[m], b, _mm512_mul_ps(lo[m], a));
+    }
+    const __m512 sums = sum_sixteen(v);
+    _mm_storeu_ps(out + p, _mm512_extractf32x4_ps(sums, 0));
+    if (masks > 1) _mm_storeu_ps(out + ldo + p, _mm512_extractf32x4_ps(sums, 1));
+    if (masks > 2) _mm_storeu_ps(out + 2 * ldo + p, _mm512_extractf32x4_ps(sums, 2));
+    if (masks > 3) _mm_storeu_ps(out + 3 * ldo + p, _mm512_extractf32x4_ps(sums, 3));
+  }
+  for (; p < count; ++p)
+    for (int64_t m = 0; m < masks; ++m) {
+      float sum = 0;
+      for (int64_t c = 0; c < kChannels; ++c) sum += hyper[m * kChannels + c] * pixels[p * kChannels + c];
+      out[m * ldo + p] = sum;
+    }
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+void mask_products(const float* hyper, int64_t masks, int64_t channels, const float* pixels, int64_t count,
+                   float* out, int64_t ldo) {
+  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
+  if (has_avx512 && channels == kChannels && masks <= kMasks) {
+    mask_products_avx512(hyper, masks, pixels, count, out, ldo);
+    return;
+  }
+  gemm({.m = masks, .n = count, .k = channels, .a = hyper, .lda = channels, .b = pixels, .ldb = channels,
+        .b_transposed = true, .c = out, .ldc = ldo});
+}
+
+void mask_products_reference(const float* hyper, int64_t masks, int64_t channels, const float* pixels,
+                             int64_t count, float* out, int64_t ldo) {
+  for (int64_t m = 0; m < masks; ++m)
+    for (int64_t p = 0; p < count; ++p) {
+      double sum = 0;
+      for (int64_t c = 0; c < channels; ++c) sum += static_cast<double>(hyper[m * channels + c]) * pixels[p * channels + c];
+      out[m * ldo + p] = static_cast<float>(sum);
+    }
+}
+
+}  // namespace sam2rt

@@ -1,0 +1,99 @@
+// The mask decoder's own kernels beside the oneDNN GEMM call each one replaced,
+// at the shapes a Tiny decode runs them (one thread, as in a batch of prompts).
+// Arg 0 = the GEMM call, 1 = the kernel.
+#include <benchmark/benchmark.h>
+
+#include "random_tensor.h"
+#include "kernels/decoder_head_products.h"
+#include "kernels/gemm.h"
+#include "kernels/mask_products.h"
+#include "kernels/small_rows_linear.h"
+
+namespace sam2rt {
+namespace {
+
+using testing::random_tensor;
+
+// A token Linear: 8 tokens x 256 -> 256 (attention projections) or 256 -> 2048 (MLP).
+void BM_DecoderTokenLinear(benchmark::State& state) {
+  const int64_t rows = 8, in = 256, out = state.range(1);
+  const Tensor weight = random_tensor({out, in}, 1), bias = random_tensor({out}, 2), x = random_tensor({rows, in}, 3);
+  const Tensor packed = pack_small_rows_weight(weight);
+  Tensor y({rows, out});
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      for (int64_t r = 0; r < rows; ++r) std::copy_n(bias.data(), out, y.data() + r * out);
+      gemm({.m = rows, .n = out, .k = in, .a = x.data(), .lda = in, .b = weight.data(), .ldb = in,
+            .b_transposed = true, .c = y.data(), .ldc = out, .accumulate = true});
+    } else {
+      small_rows_linear({.rows = rows, .in = in, .columns = out, .x = x.data(), .ldx = in, .packed = packed.data(),
+                         .bias = bias.data(), .y = y.data(), .ldy = out});
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(BM_DecoderTokenLinear)->Args({0, 256})->Args({1, 256})->Args({0, 2048})->Args({1, 2048});
+
+// Scores of 256 image rows against 8 heads x 8 tokens of 16 channels.
+void BM_DecoderHeadDots(benchmark::State& state) {
+  const int64_t rows = 256, heads = 8, head_dim = 16, tokens = 8;
+  const Tensor x = random_tensor({rows, heads * head_dim}, 4), vectors = random_tensor({heads * tokens, head_dim}, 5);
+  Tensor out({rows, heads * tokens});
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      for (int64_t h = 0; h < heads; ++h) {
+        gemm({.m = rows, .n = tokens, .k = head_dim, .a = x.data() + h * head_dim, .lda = heads * head_dim,
+              .b = vectors.data() + h * tokens * head_dim, .ldb = head_dim, .b_transposed = true,
+              .c = out.data() + h * tokens, .ldc = heads * tokens});
+      }
+    } else {
+      head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = tokens, .x = x.data(),
+                 .ldx = heads * head_dim, .vectors = vectors.data(), .out = out.data(), .ldo = heads * tokens});
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_DecoderHeadDots)->Arg(0)->Arg(1);
+
+// Probability-weighted values of one pair of heads over the 4096 image rows.
+void BM_DecoderHeadWeightedSums(benchmark::State& state) {
+  const int64_t rows = 4096, heads = 2, head_dim = 16, tokens = 8, pairs = 8 * tokens, width = 128;
+  const Tensor w = random_tensor({rows, pairs}, 6), x = random_tensor({rows, width}, 7);
+  Tensor out({tokens, width}), transposed({tokens, rows});
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < tokens; ++j) transposed[j * rows + i] = w[i * pairs + h * tokens + j];
+        gemm({.m = tokens, .n = head_dim, .k = rows, .a = transposed.data(), .lda = rows, .b = x.data() + h * head_dim,
+              .ldb = width, .b_transposed = false, .c = out.data() + h * head_dim, .ldc = width, .accumulate = true});
+      }
+    } else {
+      head_weighted_sums({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = tokens, .w = w.data(),
+                          .ldw = pairs, .row_scale = nullptr, .x = x.data(), .ldx = width, .out = out.data(),
+                          .ldo = width});
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_DecoderHeadWeightedSums)->Arg(0)->Arg(1);
+
+// 4 mask vectors times a band of 2048 upscaled pixels of 32 channels.
+void BM_DecoderMaskProducts(benchmark::State& state) {
+  const int64_t masks = 4, channels = 32, pixels = 2048;
+  const Tensor hyper = random_tensor({masks, channels}, 8), up = random_tensor({pixels, channels}, 9);
+  Tensor out({masks, pixels});
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      gemm({.m = masks, .n = pixels, .k = channels, .a = hyper.data(), .lda = channels, .b = up.data(),
+            .ldb = channels, .b_transposed = true, .c = out.data(), .ldc = pixels});
+    } else {
+      mask_products(hyper.data(), masks, channels, up.data(), pixels, out.data(), pixels);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_DecoderMaskProducts)->Arg(0)->Arg(1);
+
+}  // namespace
+}  // namespace sam2rt

@@ -164,19 +164,33 @@ void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, F
   result.masks = mask_logits({static_cast<int64_t>(num_mask_tokens_), l, l});
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
     const int64_t rows = i1 - i0;
-    const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e, up_pixels = 4 * rows * l;
+    const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e;
     float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
     float* const up1 = thread_scratch(1, up1_pixels * up1_c);
-    float* const up = thread_scratch(2, up_pixels * up_c);
+    float* const up = thread_scratch(2, 2 * l * up_c);
     first_conv(i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
-    add_layer_norm_rows(up1, nullptr, up1_pixels, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
-                        kLayerNorm2dEps);
-    gelu_exact_inplace(up1, up1_pixels * up1_c);
-    const int64_t first_pixel = 4 * i0 * l;
-    conv_transpose_2x2_stride2_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, upscale3_b_, up, scratch,
-                                   image.feat_s0.data() + first_pixel * up_c);
-    gelu_exact_inplace(up, up_pixels * up_c);
-    mask_products(hyper.data(), num_mask_tokens_, up_c, up, up_pixels, result.masks.data() + first_pixel, pixels);
+    // The elementwise steps a map row at a time, while the row is in L1.
+    const int64_t up1_row = 2 * e * up1_c;
+    for (int64_t r = 0; r < up1_rows; ++r) {
+      float* const row = up1 + r * up1_row;
+      add_layer_norm_rows(row, nullptr, 2 * e, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
+                          kLayerNorm2dEps);
+      gelu_exact_inplace(row, up1_row);
+    }
+    // The second ConvTranspose's products for the band, then per row of its input
+    // the scatter (+ bias + feat_s0) into two rows of the 4E x 4E map, GELU and
+    // the mask products.
+    const int64_t taps = upscale3_taps_.dim(1), out_rows_pixels = 2 * l;
+    gemm({.m = up1_pixels, .n = taps, .k = up1_c, .a = up1, .lda = up1_c, .b = upscale3_taps_.data(), .ldb = taps,
+          .b_transposed = false, .c = scratch, .ldc = taps});
+    for (int64_t r = 0; r < up1_rows; ++r) {
+      const int64_t first_pixel = (4 * i0 + 2 * r) * l;
+      scatter_2x2_taps(scratch + r * 2 * e * taps, 1, 2 * e, up_c, upscale3_b_.data(),
+                       image.feat_s0.data() + first_pixel * up_c, up);
+      gelu_exact_inplace(up, out_rows_pixels * up_c);
+      mask_products(hyper.data(), num_mask_tokens_, up_c, up, out_rows_pixels, result.masks.data() + first_pixel,
+                    pixels);
+    }
   });
 }
 

@@ -52,8 +52,8 @@ void ModelOptions::add_to(CLI::App& command) {
 
 void ModelOptions::add_device_to(CLI::App& command) {
   command.add_option("--device", device,
-                     "where the image encoder runs: cpu, or vulkan (a GPU through Vulkan, fp32; the decoder "
-                     "stays on the CPU)")
+                     "where the image encoder runs: cpu, or vulkan (a GPU through Vulkan); the prompt "
+                     "encoder and mask decoder stay on the CPU, reading the features downloaded from the device")
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "vulkan"}));
   command.add_option("--gpu-index", gpu_index, "with --device vulkan: which Vulkan device (0 = the first)")
@@ -106,6 +106,9 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
 
 Precision ModelOptions::encoder_precision() const {
   const Precision chosen = parse_precision(precision);
+  if (chosen == Precision::bf16 && device != "cpu") {
+    throw Error("--precision bf16 runs on --device cpu only; use --precision fp32 with --device " + device);
+  }
   if (chosen == Precision::bf16 && !bf16_matmul_supported()) {
     throw Error("--precision bf16: oneDNN cannot run bfloat16 on this CPU (it needs AVX-512); use --precision fp32");
   }

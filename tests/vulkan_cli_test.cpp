@@ -66,6 +66,16 @@ TEST(CliDevice, Bf16IsRefusedOnVulkanBeforeLoading) {
                         "--device vulkan\n");
 }
 
+TEST(CliDevice, Fp16IsRefusedOnTheCpu) {
+  const ScratchDir scratch("cli_fp16_cpu");
+  std::vector<std::string> args = micro_encode("cpu", scratch.file("features.safetensors"));
+  args.insert(args.end(), {"--precision", "fp16"});
+  const CliResult result = run_cli(args, scratch, 120);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.err, "sam2rt: error: --precision fp16 runs on --device vulkan only; on the CPU use fp32 (or bf16)\n");
+  EXPECT_FALSE(std::filesystem::exists(scratch.file("features.safetensors")));
+}
+
 #ifdef SAM2RT_VULKAN
 
 TEST(CliVulkan, EncodeMatchesTheCpu) {
@@ -81,6 +91,24 @@ TEST(CliVulkan, EncodeMatchesTheCpu) {
   for (const char* key : {"image_embed", "feat_s1", "feat_s0", "neck.level0", "neck.level1", "neck.level2"}) {
     EXPECT_NE(compared.out.find(key), std::string::npos) << key << " not compared:\n" << compared.out;
   }
+}
+
+// --precision fp16: every level within the fp16 acceptance bound (cosine >= 0.9999)
+// of the CPU's fp32, and the file says how it was made.
+TEST(CliVulkan, EncodeInFp16StaysAboveTheCosineBound) {
+  const ScratchDir scratch("cli_vulkan_fp16");
+  const std::string cpu = scratch.file("cpu.safetensors"), fp16 = scratch.file("fp16.safetensors");
+  ASSERT_EQ(run_cli(micro_encode("cpu", cpu), scratch, 300).exit_code, 0);
+  std::vector<std::string> args = micro_encode("vulkan", fp16);
+  args.insert(args.end(), {"--precision", "fp16"});
+  const CliResult encoded = run_cli(args, scratch, 300);
+  ASSERT_EQ(encoded.exit_code, 0) << encoded.err;
+  const CliResult compared = run_cli({"compare", fp16, cpu, "--one-minus-cos", "1e-4"}, scratch, 120);
+  EXPECT_EQ(compared.exit_code, 0) << compared.out << compared.err;
+  EXPECT_NE(compared.out.find("image_embed"), std::string::npos) << compared.out;
+  const CliResult exact = run_cli({"compare", fp16, cpu, "--one-minus-cos", "1e-9"}, scratch, 120);
+  EXPECT_NE(exact.exit_code, 0) << "fp16 within the fp32 tolerance:\n" << exact.out;
+  EXPECT_NE(read_text(fp16).find("\"precision\":\"fp16\""), std::string::npos);
 }
 
 TEST(CliVulkan, BenchCountsEveryOpOnTheDevice) {

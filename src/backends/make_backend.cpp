@@ -28,9 +28,14 @@ DeviceChoice parse_device(const std::string& name) {
               std::to_string(kMaxGpuIndex) + ", the Vulkan device's index)");
 }
 
-std::shared_ptr<Backend> make_backend(const std::string& device, int gpu_index) {
-  if (device == "cpu") return std::make_shared<CpuBackend>();
-  if (device == "vulkan") return make_vulkan_backend(gpu_index);
+std::shared_ptr<Backend> make_backend(const std::string& device, int gpu_index, DevicePrecision precision) {
+  if (device == "cpu") {
+    if (precision == DevicePrecision::fp16) {
+      throw Error("--precision fp16 runs on --device vulkan only; on the CPU use fp32 (or bf16)");
+    }
+    return std::make_shared<CpuBackend>();
+  }
+  if (device == "vulkan") return make_vulkan_backend(gpu_index, precision);
   throw Error("unknown device '" + device + "': use cpu or vulkan");
 }
 

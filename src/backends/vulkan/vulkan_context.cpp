@@ -142,7 +142,7 @@ VulkanContext::VulkanContext(const VulkanContextOptions& options)
     features.pNext = &features11;
     vkGetPhysicalDeviceFeatures2(physical_device_, &features);
     limits_.shader_float16 = features12.shaderFloat16 == VK_TRUE;
-    limits_.storage_buffer_16bit = features11.storageBuffer16BitAccess == VK_TRUE;
+    limits_.storage_buffer_16bit = features11.storageBuffer16BitAccess == VK_TRUE && !options.hide_16bit_storage;
     max_binding_bytes_ = options.max_binding_bytes > 0 && options.max_binding_bytes < limits_.max_storage_buffer_range
                              ? options.max_binding_bytes
                              : limits_.max_storage_buffer_range;

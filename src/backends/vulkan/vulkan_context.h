@@ -19,6 +19,8 @@ struct VulkanContextOptions {
   // and cap a binding's range below the device limit to exercise chunking.
   bool force_staging = false;
   uint64_t max_binding_bytes = 0;  // 0: the device's maxStorageBufferRange
+  // Tests: report the device as unable to store 16-bit values (the fp16 refusal).
+  bool hide_16bit_storage = false;
 };
 
 // What the kernels need to know about the device.

@@ -94,6 +94,24 @@ TEST_F(VulkanOpsTest, LinearSplitsRowsToRespectTheBindingRange) {
   EXPECT_THROW(ops().linear(recorder, wide, all_elements(x), 1, all_elements(y), Epilogue::none), Error);
 }
 
+// The tiled shared-memory kernel that GPUs get, forced on this device: tiles cut
+// at rows, outputs and k that are not multiples of 64, 64 and 16, and bands.
+TEST_F(VulkanOpsTest, TiledLinearMatchesPackedLinear) {
+  EXPECT_EQ(context().tiled_kernels(), !context().limits().cpu_device);
+  VulkanContextOptions tiled;
+  tiled.force_tiled_kernels = true;
+  reopen(tiled);
+  ASSERT_TRUE(context().tiled_kernels());
+  check_linear(37, 40, 24, true, 1);
+  check_linear(130, 96, 70, false, 1);
+  check_linear(65, 200, 129, true, 1);
+  tiled.max_binding_bytes = 4096;
+  reopen(tiled);
+  const uint64_t alignment = context().limits().min_storage_buffer_offset_alignment;
+  const int64_t band = static_cast<int64_t>((4096 - alignment) / 160);
+  check_linear(80, 40, 24, true, static_cast<size_t>((80 + band - 1) / band));
+}
+
 TEST_F(VulkanOpsTest, GeluIsTheErfFormToSinglePrecision) {
   // An identity layer: the epilogue alone, against erf in double precision.
   const int64_t n = 2001;

@@ -15,7 +15,8 @@ namespace sam2rt {
 namespace {
 
 // Must match the shaders' workgroup sizes.
-constexpr uint32_t kMatmulTile = 16;
+constexpr uint32_t kMatmulTile = 16;       // matmul.comp: outputs and rows per workgroup
+constexpr uint32_t kTiledMatmulTile = 64;  // matmul_tiled.comp
 constexpr uint32_t kRowGroup = 64;
 constexpr int64_t kMaxHeadDim = 128;  // attention.comp, windowed_attention.comp
 
@@ -130,7 +131,9 @@ DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, c
 VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
     : context_(context),
       precision_(supported(context, precision)),
+      tiled_matmul_(context.tiled_kernels()),
       matmul_(pipeline<MatmulPush>(context, precision_, "matmul", 4)),
+      matmul_tiled_(pipeline<MatmulPush>(context, precision_, "matmul_tiled", 4)),
       layer_norm_rows_(pipeline<LayerNormPush>(context, precision_, "layer_norm_rows", 4)),
       softmax_rows_(pipeline<SoftmaxPush>(context, precision_, "softmax_rows", 1)),
       attention_(pipeline<AttentionPush>(context, precision_, "attention", 4)),
@@ -182,9 +185,10 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
   const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
+  const uint32_t tile = tiled_matmul_ ? kTiledMatmulTile : kMatmulTile;
   const int64_t band = std::min<int64_t>(
       {rows, static_cast<int64_t>(usable / widest_row),
-       static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
+       static_cast<int64_t>(tile) * context_.limits().max_workgroup_count[1]});
   if (band < 1) {
     throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " elements exceeds the " +
                 std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
@@ -203,8 +207,8 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
     const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
                           static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
                           static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
-    recorder.dispatch(matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
-                      {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
+    recorder.dispatch(tiled_matmul_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
+                      {groups_for(out, tile), groups_for(n, tile), 1});
   }
 }
 

@@ -68,6 +68,8 @@ class VulkanOps {
 
   // PackedLinear::forward: y[rows, out] (=, GELU of, or += ) x[rows, in] W^T + b,
   // dense rows. Split into bands of rows whose bindings fit max_binding_bytes.
+  // On GPUs (VulkanContext::tiled_kernels) the shared-memory tiled kernel, same
+  // arithmetic in the same order.
   void linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceElements x, int64_t rows, DeviceElements y,
               Epilogue epilogue) const;
   // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
@@ -117,7 +119,8 @@ class VulkanOps {
 
   const VulkanContext& context_;
   DevicePrecision precision_;
-  ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
+  bool tiled_matmul_;  // matmul_tiled_ (GPUs) rather than matmul_ (CPU devices: lavapipe)
+  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
       add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
 };
 

@@ -163,8 +163,10 @@ constexpr double kAttentionTolerance = 5e-6;
 
 TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
   // q, k and v interleaved per token as in a qkv projection, 3 heads of 96 and
-  // 300 keys: more than llvmpipe's 65535 loop iterations per invocation if the
-  // head dimension were a loop inside the loop over the keys.
+  // 300 keys (not a multiple of the tiled kernel's 32): more than llvmpipe's
+  // 65535 loop iterations per invocation if the head dimension were a loop
+  // inside the loop over the keys; 45 queries leave most of a 64-query
+  // workgroup without a query.
   const int64_t tokens = 300, nq = 45, heads = 3, head_dim = 96, width = heads * head_dim;
   const Tensor qkv = random_tensor({tokens, 3 * width}, 41, 2.0f);
   Tensor expected({nq, width});
@@ -184,29 +186,36 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
   args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   attention(args);
 
-  const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
-  const DeviceElements all = all_elements(dqkv);
-  DeviceAttention device;
-  device.nq = nq;
-  device.nk = tokens;
-  device.heads = heads;
-  device.head_dim = head_dim;
-  device.q = all;
-  device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
-  device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
-  device.out = all_elements(dout);
-  device.ldq = device.ldk = device.ldv = 3 * width;
-  device.ldo = width;
-  device.scale = args.scale;
-  CommandRecorder recorder(context());
-  ops().attention(recorder, device);
-  recorder.submit();
-  EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance);
+  // The barrier-free kernel (CPU devices), then the tiled one GPUs get, forced.
+  for (const bool tiled : {false, true}) {
+    VulkanContextOptions options;
+    options.force_tiled_kernels = tiled;
+    reopen(options);
+    ASSERT_EQ(context().tiled_kernels(), tiled || !context().limits().cpu_device);
+    const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
+    const DeviceElements all = all_elements(dqkv);
+    DeviceAttention device;
+    device.nq = nq;
+    device.nk = tokens;
+    device.heads = heads;
+    device.head_dim = head_dim;
+    device.q = all;
+    device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
+    device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
+    device.out = all_elements(dout);
+    device.ldq = device.ldk = device.ldv = 3 * width;
+    device.ldo = width;
+    device.scale = args.scale;
+    CommandRecorder recorder(context());
+    ops().attention(recorder, device);
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance) << "tiled " << tiled;
 
-  device.head_dim = 129;
-  EXPECT_THROW(ops().attention(recorder, device), Error);
-  device.head_dim = 30;
-  EXPECT_THROW(ops().attention(recorder, device), Error);
+    device.head_dim = 129;
+    EXPECT_THROW(ops().attention(recorder, device), Error);
+    device.head_dim = 30;
+    EXPECT_THROW(ops().attention(recorder, device), Error);
+  }
 }
 
 struct WindowCase {

@@ -147,9 +147,10 @@ VulkanContext::VulkanContext(const VulkanContextOptions& options)
     max_binding_bytes_ = options.max_binding_bytes > 0 && options.max_binding_bytes < limits_.max_storage_buffer_range
                              ? options.max_binding_bytes
                              : limits_.max_storage_buffer_range;
-    // matmul_tiled.comp: two 64 x 17 float tiles in shared memory.
+    // The largest shared memory of the tiled kernels: attention_tiled.comp's two
+    // tiles of 32 keys x 32 vec4 (matmul_tiled.comp's two 64 x 17 floats are less).
     tiled_kernels_ = (options.force_tiled_kernels || !limits_.cpu_device) &&
-                     limits_.max_compute_shared_memory >= 2 * 64 * 17 * sizeof(float);
+                     limits_.max_compute_shared_memory >= 2 * 32 * 32 * 4 * sizeof(float);
 
     uint32_t family_count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &family_count, nullptr);

@@ -131,12 +131,13 @@ DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, c
 VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
     : context_(context),
       precision_(supported(context, precision)),
-      tiled_matmul_(context.tiled_kernels()),
+      tiled_(context.tiled_kernels()),
       matmul_(pipeline<MatmulPush>(context, precision_, "matmul", 4)),
       matmul_tiled_(pipeline<MatmulPush>(context, precision_, "matmul_tiled", 4)),
       layer_norm_rows_(pipeline<LayerNormPush>(context, precision_, "layer_norm_rows", 4)),
       softmax_rows_(pipeline<SoftmaxPush>(context, precision_, "softmax_rows", 1)),
       attention_(pipeline<AttentionPush>(context, precision_, "attention", 4)),
+      attention_tiled_(pipeline<AttentionPush>(context, precision_, "attention_tiled", 4)),
       windowed_attention_(pipeline<WindowedAttentionPush>(context, precision_, "windowed_attention", 3)),
       max_pool2x2_(pipeline<MaxPoolPush>(context, precision_, "max_pool2x2", 2)),
       add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, precision_, "add_upsampled_nearest2x", 2)),
@@ -185,7 +186,7 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
   const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
-  const uint32_t tile = tiled_matmul_ ? kTiledMatmulTile : kMatmulTile;
+  const uint32_t tile = tiled_ ? kTiledMatmulTile : kMatmulTile;
   const int64_t band = std::min<int64_t>(
       {rows, static_cast<int64_t>(usable / widest_row),
        static_cast<int64_t>(tile) * context_.limits().max_workgroup_count[1]});
@@ -207,7 +208,7 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
     const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
                           static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
                           static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
-    recorder.dispatch(tiled_matmul_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
+    recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
                       {groups_for(out, tile), groups_for(n, tile), 1});
   }
 }
@@ -253,7 +254,7 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
                            static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
                            u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
                            u32(a.ldo, op + ": ldo"), a.scale};
-  recorder.dispatch(attention_, {q.range, k.range, v.range, o.range}, push,
+  recorder.dispatch(tiled_ ? attention_tiled_ : attention_, {q.range, k.range, v.range, o.range}, push,
                     {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
 }
 

@@ -77,7 +77,8 @@ class VulkanOps {
                        DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
   // softmax_rows, in place on dense [rows, cols].
   void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const;
-  // attention (head_dim a multiple of 4, at most 128).
+  // attention (head_dim a multiple of 4, at most 128). On GPUs the kernel that
+  // stages keys and values through shared memory, same arithmetic in the same order.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
@@ -119,9 +120,9 @@ class VulkanOps {
 
   const VulkanContext& context_;
   DevicePrecision precision_;
-  bool tiled_matmul_;  // matmul_tiled_ (GPUs) rather than matmul_ (CPU devices: lavapipe)
-  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
-      add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
+  bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
+  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_,
+      windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
 };
 
 }  // namespace sam2rt

@@ -41,7 +41,7 @@ DeviceElements elements_from(const DeviceTensor& x, int64_t offset, const char* 
 }
 
 void refuse_bf16(bool bf16, const char* op) {
-  if (bf16) throw Error(std::string("vulkan backend: ") + op + ": bf16 runs on the CPU only; the device is fp32");
+  if (bf16) throw Error(std::string("vulkan backend: ") + op + ": bf16 runs on the CPU only; the device computes in fp32");
 }
 
 DeviceTensor tensor_on(DeviceArena& arena, Shape shape) {

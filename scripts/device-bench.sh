@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Vulkan backend on a machine with a GPU that builds nothing there: prints the
-# device, runs the Vulkan golden checks (ops, micro end to end, tiny at 1024) and
-# `bench --device vulkan` (fp32) of Tiny next to `--device cpu`, and writes every
+# device, runs the Vulkan golden checks (ops, micro end to end, tiny at 1024; fp16 storage
+# within its bound) and `bench --device vulkan` (fp32 and fp16) of Tiny next to `--device cpu`, and writes every
 # log and JSON to OUTDIR. --quick: micro instead of Tiny, and Tiny at 256 against
 # the CPU instead of the 1024 golden case (minutes on lavapipe, not an hour).
 #   scripts/device-bench.sh [--quick] OUTDIR
@@ -44,11 +44,11 @@ status=0
 } | tee "$out/device.txt"
 grep -q '^Vulkan device 0:' "$out/device.txt" || { echo "device-bench: no usable Vulkan device" >&2; exit 1; }
 
-tiny_checks='VulkanEncoderTiny.*'
-$quick && tiny_checks='VulkanEncoderTiny.AtImageSize256MatchesTheCpu'
-echo "== golden checks (Vulkan ops, micro, $tiny_checks; validation layers on)"
+tiny_checks='VulkanEncoderTiny.*:VulkanEncoderTinyFp16.*'
+$quick && tiny_checks='VulkanEncoderTiny.AtImageSize256MatchesTheCpu:VulkanEncoderTinyFp16.*'
+echo "== golden checks (Vulkan ops, micro, fp16, $tiny_checks; validation layers on)"
 start=$(date +%s)
-"$tests" --gtest_filter="VulkanContextTest.*:VulkanOpsTest.*:VulkanEncoderMicro.*:$tiny_checks" \
+"$tests" --gtest_filter="VulkanContextTest.*:VulkanOpsTest.*:VulkanEncoderMicro.*:VulkanFp16Test.*:$tiny_checks" \
   > "$out/goldens.log" 2>&1 || status=1
 grep -E '^\[  (PASSED|FAILED) |tests? ran|^\[  FAILED  \]' "$out/goldens.log"
 echo "golden checks: $(($(date +%s) - start)) s"
@@ -59,10 +59,11 @@ if $quick; then
   model=(--config "${SAM2RT_SHARED_DIR:-$root/../shared}/fixtures/micro/sam2.1_micro.yaml")
   runs=(--warmup 1 --runs 3)
 fi
-for device in vulkan cpu; do
-  echo "== bench --device $device (${model[*]}, synthetic weights, fp32, encoder only)"
-  "$sam2rt" bench --synthetic-weights 0 "${model[@]}" --device "$device" --encoder-only "${runs[@]}" \
-    --json "$out/bench-$device.json" > "$out/bench-$device.txt" 2>&1 || status=1
-  grep -E '^(sam2rt bench|encoder|  upload|  encode on|  download)' "$out/bench-$device.txt"
+for run in vulkan:fp32 vulkan:fp16 cpu:fp32; do
+  device=${run%%:*} precision=${run##*:}
+  echo "== bench --device $device --precision $precision (${model[*]}, synthetic weights, encoder only)"
+  "$sam2rt" bench --synthetic-weights 0 "${model[@]}" --device "$device" --precision "$precision" --encoder-only \
+    "${runs[@]}" --json "$out/bench-$device-$precision.json" > "$out/bench-$device-$precision.txt" 2>&1 || status=1
+  grep -E '^(sam2rt bench|encoder|  upload|  encode on|  download)' "$out/bench-$device-$precision.txt"
 done
 exit $status

@@ -1,4 +1,5 @@
 #version 450
+#include "storage.glsl"
 // Multi-head scaled dot-product attention of one sequence, as kernels/attention.h:
 //   out[i, h*D:(h+1)*D] = softmax(q_h[i] . k_h^T * scale) v_h
 // One invocation per (query, head); two passes over the keys (the row maximum,
@@ -12,10 +13,10 @@ layout(local_size_x = 64) in;
 
 const uint kMaxQuads = 32;  // head_dim <= 128
 
-layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { float k[]; };
-layout(std430, binding = 2) readonly buffer V { float v[]; };
-layout(std430, binding = 3) writeonly buffer O { float o[]; };
+layout(std430, binding = 0) readonly buffer Q { ELEMENT q[]; };
+layout(std430, binding = 1) readonly buffer K { ELEMENT k[]; };
+layout(std430, binding = 2) readonly buffer V { ELEMENT v[]; };
+layout(std430, binding = 3) writeonly buffer O { ELEMENT o[]; };
 
 layout(push_constant) uniform Push {
   uint nq, nk, heads, head_dim;
@@ -24,8 +25,8 @@ layout(push_constant) uniform Push {
   float scale;
 } p;
 
-vec4 key4(uint at) { return vec4(k[at], k[at + 1], k[at + 2], k[at + 3]); }
-vec4 value4(uint at) { return vec4(v[at], v[at + 1], v[at + 2], v[at + 3]); }
+vec4 key4(uint at) { return vec4(float(k[at]), float(k[at + 1]), float(k[at + 2]), float(k[at + 3])); }
+vec4 value4(uint at) { return vec4(float(v[at]), float(v[at + 1]), float(v[at + 2]), float(v[at + 3])); }
 
 void main() {
   uint i = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y;
@@ -34,7 +35,7 @@ void main() {
   vec4 query[kMaxQuads];
   for (uint c = 0; c < quads; ++c) {
     uint at = p.q_base + i * p.ldq + column + 4 * c;
-    query[c] = vec4(q[at], q[at + 1], q[at + 2], q[at + 3]);
+    query[c] = vec4(float(q[at]), float(q[at + 1]), float(q[at + 2]), float(q[at + 3]));
   }
 
   float m = -3.402823466e38;
@@ -65,9 +66,9 @@ void main() {
   uint oi = p.o_base + i * p.ldo + column;
   for (uint c = 0; c < quads; ++c) {
     vec4 out4 = acc[c] * inv;
-    o[oi + 4 * c] = out4.x;
-    o[oi + 4 * c + 1] = out4.y;
-    o[oi + 4 * c + 2] = out4.z;
-    o[oi + 4 * c + 3] = out4.w;
+    o[oi + 4 * c] = ELEMENT(out4.x);
+    o[oi + 4 * c + 1] = ELEMENT(out4.y);
+    o[oi + 4 * c + 2] = ELEMENT(out4.z);
+    o[oi + 4 * c + 3] = ELEMENT(out4.w);
   }
 }

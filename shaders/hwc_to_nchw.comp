@@ -1,10 +1,11 @@
 #version 450
+#include "storage.glsl"
 // Token-major [H, W, C] -> [1, C, H, W], as kernels/layout.h's hwc_to_nchw: the
 // layout of the encoder's public outputs. One invocation per output value.
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEMENT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEMENT y[]; };
 
 layout(push_constant) uniform Push {
   uint count;   // H * W * C

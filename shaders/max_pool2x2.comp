@@ -1,11 +1,12 @@
 #version 450
+#include "storage.glsl"
 // nn.MaxPool2d(2, stride 2) on token-major maps [N, H, W, C_total], reading
 // channels [channel_offset, channel_offset + channels): -> [N, H/2, W/2, channels].
 // One invocation per output value (an odd last row or column is dropped).
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEMENT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEMENT y[]; };
 
 layout(push_constant) uniform Push {
   uint count;  // N * (H/2) * (W/2) * channels
@@ -21,5 +22,6 @@ void main() {
   uint ox = pixel % p.out_width, oy = (pixel / p.out_width) % p.out_height, n = pixel / (p.out_width * p.out_height);
   uint top = p.x_base + ((n * p.height + 2 * oy) * p.width + 2 * ox) * p.total_channels + p.channel_offset + c;
   uint bottom = top + p.width * p.total_channels;
-  y[p.y_base + i] = max(max(x[top], x[top + p.total_channels]), max(x[bottom], x[bottom + p.total_channels]));
+  y[p.y_base + i] = ELEMENT(max(max(float(x[top]), float(x[top + p.total_channels])),
+                               max(float(x[bottom]), float(x[bottom + p.total_channels]))));
 }

@@ -1,4 +1,5 @@
 #version 450
+#include "storage.glsl"
 // Hiera's windowed attention straight from the qkv grid, as
 // kernels/window_attention.h: qkv [H, W, 3C] split into w x w windows (the grid
 // padded at the bottom/right with pad_token, 3C values), optionally q max-pooled
@@ -10,9 +11,9 @@ layout(local_size_x = 64) in;
 
 const uint kMaxHeadDim = 128;
 
-layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
-layout(std430, binding = 1) readonly buffer Pad { float pad_token[]; };
-layout(std430, binding = 2) writeonly buffer O { float o[]; };
+layout(std430, binding = 0) readonly buffer QKV { ELEMENT qkv[]; };
+layout(std430, binding = 1) readonly buffer Pad { ELEMENT pad_token[]; };
+layout(std430, binding = 2) writeonly buffer O { ELEMENT o[]; };
 
 layout(push_constant) uniform Push {
   uint height, width, channels, heads;
@@ -25,8 +26,8 @@ layout(push_constant) uniform Push {
 
 // Element e (of 3C) of the token at grid position (y, x), pad_token outside the grid.
 float token(uint y, uint x, uint e) {
-  return (y < p.height && x < p.width) ? qkv[p.qkv_base + (y * p.width + x) * 3 * p.channels + e]
-                                       : pad_token[p.pad_base + e];
+  return (y < p.height && x < p.width) ? float(qkv[p.qkv_base + (y * p.width + x) * 3 * p.channels + e])
+                                       : float(pad_token[p.pad_base + e]);
 }
 
 void main() {
@@ -72,5 +73,5 @@ void main() {
   }
   float inv = 1.0 / sum;
   uint oi = p.o_base + (oy * p.out_width + ox) * p.channels + column;
-  for (uint d = 0; d < head_dim; ++d) o[oi + d] = acc[d] * inv;
+  for (uint d = 0; d < head_dim; ++d) o[oi + d] = ELEMENT(acc[d] * inv);
 }

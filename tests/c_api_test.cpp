@@ -23,6 +23,7 @@
 #include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "cli_runner.h"
+#include "scoped_environment.h"
 #include "test_paths.h"
 
 namespace {
@@ -125,6 +126,42 @@ TEST(CApi, ReportsLoadErrors) {
   EXPECT_NE(std::string(sam2rt_last_error()).find("/nonexistent/model.pt"), std::string::npos);
   EXPECT_EQ(sam2rt_model_synthetic(0, "huge", nullptr), nullptr);
   EXPECT_NE(std::string(sam2rt_last_error()).find("unknown variant"), std::string::npos);
+}
+
+TEST(CApi, ModelsOnADeviceNamedCpuOrNullAreTheCpuModel) {
+  ModelHandle plain = micro_model();
+  ModelHandle named(sam2rt_model_synthetic_on_device(0, nullptr, micro_yaml().c_str(), "cpu"));
+  ModelHandle null_device(sam2rt_model_synthetic_on_device(0, nullptr, micro_yaml().c_str(), nullptr));
+  ASSERT_TRUE(plain && named && null_device) << sam2rt_last_error();
+  std::vector<Masks> results;
+  for (const sam2rt_model* model : {plain.get(), named.get(), null_device.get()}) {
+    PredictorHandle predictor(sam2rt_predictor_new(model));
+    ASSERT_EQ(sam2rt_predictor_set_image_file(predictor.get(), micro_image().c_str()), 0) << sam2rt_last_error();
+    results.push_back(predict_click(predictor.get(), 110.0f, 41.0f, true));
+  }
+  expect_same_masks(results[0], results[1]);
+  expect_same_masks(results[0], results[2]);
+}
+
+TEST(CApi, AnUnknownDeviceIsRefusedNamingTheSupportedOnes) {
+  for (const char* device : {"cuda", "cuda:0", "CPU", "vulkan:", "vulkan:x", "vulkan:-1", "vulkan:1x", "vulkan:256"}) {
+    EXPECT_EQ(sam2rt_model_synthetic_on_device(0, nullptr, micro_yaml().c_str(), device), nullptr) << device;
+    const std::string error = sam2rt_last_error();
+    EXPECT_NE(error.find("is not supported: use \"cpu\", \"vulkan\" or \"vulkan:N\""), std::string::npos) << error;
+  }
+  EXPECT_EQ(sam2rt_model_load_on_device("/nonexistent/model.pt", nullptr, micro_yaml().c_str(), "tpu"), nullptr);
+  EXPECT_NE(std::string(sam2rt_last_error()).find("'tpu'"), std::string::npos) << sam2rt_last_error();
+}
+
+TEST(CApi, WithoutAVulkanDriverAVulkanModelFailsInOneLine) {
+  const sam2rt::testing::ScopedEnvironment icd("VK_ICD_FILENAMES", "/nonexistent/sam2rt_no_driver.json");
+  const sam2rt::testing::ScopedEnvironment drivers("VK_DRIVER_FILES", "/nonexistent/sam2rt_no_driver.json");
+  for (const char* device : {"vulkan", "vulkan:0"}) {
+    EXPECT_EQ(sam2rt_model_synthetic_on_device(0, nullptr, micro_yaml().c_str(), device), nullptr) << device;
+    const std::string error = sam2rt_last_error();
+    EXPECT_EQ(error.find("no Vulkan device: "), 0u) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
 }
 
 TEST(CApi, VersionIsMajorMinorPatch) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include "cli_goldens.h"
 #include "cli_runner.h"
 #include "core/tensor_compare.h"
 #include "io/image.h"
@@ -58,33 +59,8 @@ TEST(Cli, HelpExplainsCommands) {
 // The micro golden run p1_point.mm through the whole CLI, from the photo.
 TEST(Cli, MicroSegmentMatchesGolden) {
   ScratchDir s("microseg");
-  CliResult r = run_cli(micro_segment(s, {"--point", "110,41", "--multimask", "--logits", s.file("l.safetensors"),
-                                          "--json", s.file("r.json"), "--overlay", s.file("o.png")}),
-                        s);
+  const CliResult r = expect_micro_click_golden(s, {"--json", s.file("r.json"), "--overlay", s.file("o.png")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  SafetensorsFile golden = read_safetensors(fixtures_dir() + "/micro/golden.safetensors");
-  SafetensorsFile ours = read_safetensors(s.file("l.safetensors"));
-  for (const char* key : {"masks", "low_res_masks", "iou_predictions", "object_score_logits"}) {
-    const Tensor& g = golden.tensors.at(std::string("p1_point.mm.") + key);
-    const Tensor& o = ours.tensors.at(key);
-    ASSERT_EQ(o.shape(), g.shape()) << key;
-    EXPECT_LE(compare_tensors(o, g).max_abs_err, 1e-4) << key;
-  }
-  // --out holds the best (highest predicted IoU) mask; the golden PNG stacks all three.
-  RgbImage mask = decode_image_file(s.file("mask.png"));
-  RgbImage stacked = decode_image_file(fixtures_dir() + "/micro/masks/p1_point.mm.png");
-  ASSERT_EQ(mask.width, 288);
-  ASSERT_EQ(mask.height, 112);
-  const Tensor& logits = golden.tensors.at("p1_point.mm.masks");
-  const int best = 2;  // prompts.json best_index
-  int64_t differing = 0;
-  for (int64_t i = 0; i < 112 * 288; ++i) {
-    const uint8_t expected = stacked.pixels[static_cast<size_t>((best * 112 * 288 + i) * 3)];
-    if (mask.pixels[static_cast<size_t>(i * 3)] != expected && std::fabs(logits[best * 112 * 288 + i]) > 1e-4) {
-      ++differing;
-    }
-  }
-  EXPECT_EQ(differing, 0);
   EXPECT_TRUE(std::filesystem::exists(s.file("o.png")));
   const std::string json = read_text(s.file("r.json"));
   EXPECT_NE(json.find("\"iou\""), std::string::npos);
@@ -422,12 +398,13 @@ TEST(Cli, EncodeRecordsPrecisionInMetadata) {
 
 TEST(Cli, UnknownPrecisionIsAUsageError) {
   ScratchDir s("precision_bad");
-  for (const auto& args : {micro_encode(s, "f.safetensors", {"--precision", "fp16"}),
-                           micro_segment(s, {"--point", "110,41", "--precision", "fp16"})}) {
+  // fp16 is known (--device vulkan only: vulkan_cli_test.cpp); fp8 is not.
+  for (const auto& args : {micro_encode(s, "f.safetensors", {"--precision", "fp8"}),
+                           micro_segment(s, {"--point", "110,41", "--precision", "fp8"})}) {
     SCOPED_TRACE(args[0]);
     const CliResult r = run_cli(args, s);
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    expect_error(r, "--precision: fp16 not in {fp32,bf16}");
+    expect_error(r, "--precision: fp8 not in {fp32,bf16,fp16}");
     EXPECT_FALSE(std::filesystem::exists(s.file("f.safetensors")));
     EXPECT_FALSE(std::filesystem::exists(s.file("mask.png")));
   }

@@ -1,17 +1,22 @@
 // `--device` on the CLI: without a usable Vulkan device (or in a build without
-// Vulkan) one line and a nonzero exit; with SAM2RT_VULKAN, `encode --device
-// vulkan` matches `--device cpu` at the golden tolerances and `bench` reports
-// every op on the device (lavapipe in CI).
+// Vulkan) one line and a nonzero exit from every command that takes it; with
+// SAM2RT_VULKAN, `encode --device vulkan` matches `--device cpu` at the golden
+// tolerances, `segment` and `everything` meet the micro goldens under their own
+// rules, `serve` answers as the CPU server does, and `bench` reports every op on
+// the device (lavapipe in CI).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "cli_goldens.h"
 #include "cli_runner.h"
 #include "scoped_environment.h"
+#include "server_process.h"
 #include "test_paths.h"
 
 namespace sam2rt::testing {
@@ -28,11 +33,47 @@ TEST(CliDevice, WithoutVulkanSaysSoInOneLine) {
   const ScopedEnvironment icd("VK_ICD_FILENAMES", "/nonexistent/sam2rt_no_driver.json");
   const ScopedEnvironment drivers("VK_DRIVER_FILES", "/nonexistent/sam2rt_no_driver.json");
   const std::string out = scratch.file("features.safetensors");
-  const CliResult result = run_cli(micro_encode("vulkan", out), scratch, 120);
+  const std::string config = fixtures_dir() + "/micro/sam2.1_micro.yaml";
+  const std::string image = fixtures_dir() + "/images/chelsea_288x112.png";
+  const std::vector<std::vector<std::string>> runs = {
+      micro_encode("vulkan", out),
+      {"segment", "--config", config, "--synthetic-weights", "0", "--image", image, "--point", "10,10", "--out",
+       scratch.file("mask.png"), "--device", "vulkan"},
+      {"everything", "--config", config, "--synthetic-weights", "0", "--image", image, "--json",
+       scratch.file("masks.json"), "--device", "vulkan", "--gpu-index", "0"},
+      {"serve", "--config", config, "--synthetic-weights", "0", "--port", "0", "--device", "vulkan"}};
+  for (const auto& run : runs) {
+    SCOPED_TRACE(run.front());
+    const CliResult result = run_cli(run, scratch, 120);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_EQ(result.err.find("sam2rt: error: no Vulkan device: "), 0u) << result.err;
+    EXPECT_TRUE(result.err.ends_with("; use --device cpu\n")) << result.err;
+  }
+  for (const char* name : {"features.safetensors", "mask.png", "masks.json"}) {
+    EXPECT_FALSE(std::filesystem::exists(scratch.file(name))) << name;
+  }
+}
+
+TEST(CliDevice, Bf16IsRefusedOnVulkanBeforeLoading) {
+  const ScratchDir scratch("cli_bf16_vulkan");
+  const CliResult result = run_cli({"segment", "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml",
+                                    "--synthetic-weights", "0", "--image", fixtures_dir() + "/images/chelsea_288x112.png",
+                                    "--point", "10,10", "--out", scratch.file("mask.png"), "--device", "vulkan",
+                                    "--precision", "bf16"},
+                                   scratch, 120);
   EXPECT_NE(result.exit_code, 0);
-  EXPECT_EQ(result.err.find("sam2rt: error: no Vulkan device: "), 0u) << result.err;
-  EXPECT_TRUE(result.err.ends_with("; use --device cpu\n")) << result.err;
-  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(result.err, "sam2rt: error: --precision bf16 runs on --device cpu only; use --precision fp32 with "
+                        "--device vulkan\n");
+}
+
+TEST(CliDevice, Fp16IsRefusedOnTheCpu) {
+  const ScratchDir scratch("cli_fp16_cpu");
+  std::vector<std::string> args = micro_encode("cpu", scratch.file("features.safetensors"));
+  args.insert(args.end(), {"--precision", "fp16"});
+  const CliResult result = run_cli(args, scratch, 120);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.err, "sam2rt: error: --precision fp16 runs on --device vulkan only; on the CPU use fp32 (or bf16)\n");
+  EXPECT_FALSE(std::filesystem::exists(scratch.file("features.safetensors")));
 }
 
 #ifdef SAM2RT_VULKAN
@@ -52,6 +93,24 @@ TEST(CliVulkan, EncodeMatchesTheCpu) {
   }
 }
 
+// --precision fp16: every level within the fp16 acceptance bound (cosine >= 0.9999)
+// of the CPU's fp32, and the file says how it was made.
+TEST(CliVulkan, EncodeInFp16StaysAboveTheCosineBound) {
+  const ScratchDir scratch("cli_vulkan_fp16");
+  const std::string cpu = scratch.file("cpu.safetensors"), fp16 = scratch.file("fp16.safetensors");
+  ASSERT_EQ(run_cli(micro_encode("cpu", cpu), scratch, 300).exit_code, 0);
+  std::vector<std::string> args = micro_encode("vulkan", fp16);
+  args.insert(args.end(), {"--precision", "fp16"});
+  const CliResult encoded = run_cli(args, scratch, 300);
+  ASSERT_EQ(encoded.exit_code, 0) << encoded.err;
+  const CliResult compared = run_cli({"compare", fp16, cpu, "--one-minus-cos", "1e-4"}, scratch, 120);
+  EXPECT_EQ(compared.exit_code, 0) << compared.out << compared.err;
+  EXPECT_NE(compared.out.find("image_embed"), std::string::npos) << compared.out;
+  const CliResult exact = run_cli({"compare", fp16, cpu, "--one-minus-cos", "1e-9"}, scratch, 120);
+  EXPECT_NE(exact.exit_code, 0) << "fp16 within the fp32 tolerance:\n" << exact.out;
+  EXPECT_NE(read_text(fp16).find("\"precision\":\"fp16\""), std::string::npos);
+}
+
 TEST(CliVulkan, BenchCountsEveryOpOnTheDevice) {
   const ScratchDir scratch("cli_vulkan_bench");
   const std::string json = scratch.file("bench.json");
@@ -67,6 +126,47 @@ TEST(CliVulkan, BenchCountsEveryOpOnTheDevice) {
   EXPECT_EQ(report.at("ops_on_device"), report.at("ops_total"));
   EXPECT_GE(report.at("device_dispatches").get<int>(), report.at("ops_total").get<int>());
   EXPECT_TRUE(report.contains("upload_ms") && report.contains("device_encode_ms") && report.contains("download_ms"));
+}
+
+TEST(CliVulkan, SegmentMeetsTheMicroGolden) {
+  const ScratchDir scratch("cli_vulkan_segment");
+  const CliResult result = expect_micro_click_golden(scratch, {"--device", "vulkan", "--gpu-index", "0"});
+  EXPECT_NE(result.err.find("device: vulkan: "), std::string::npos) << result.err;
+}
+
+TEST(CliVulkan, EverythingMeetsTheMicroGolden) { check_amg_case("micro_mm_g8", {"--device", "vulkan"}); }
+
+TEST(CliVulkan, ServeAnswersAsTheCpuServerDoes) {
+  ServerProcess cpu, vulkan({"--device", "vulkan"});
+  ASSERT_GT(cpu.port(), 0) << cpu.url();
+  ASSERT_GT(vulkan.port(), 0) << vulkan.url();
+  std::vector<nlohmann::json> answers;
+  for (ServerProcess* server : {&cpu, &vulkan}) {
+    httplib::Client client = server->client();
+    const auto health = client.Get("/healthz");
+    ASSERT_TRUE(health);
+    answers.push_back(nlohmann::json::parse(health->body));
+    const auto upload = client.Post("/v1/images", read_text(fixtures_dir() + "/images/chelsea_288x112.png"),
+                                    "image/png");
+    ASSERT_TRUE(upload);
+    ASSERT_EQ(upload->status, 201) << upload->body;
+    const std::string id = nlohmann::json::parse(upload->body)["id"];
+    const auto segmented = client.Post("/v1/images/" + id + "/segment",
+                                       R"({"points": [[110, 41, 1]], "multimask": true})", "application/json");
+    ASSERT_TRUE(segmented);
+    ASSERT_EQ(segmented->status, 200) << segmented->body;
+    answers.push_back(nlohmann::json::parse(segmented->body));
+  }
+  EXPECT_EQ(answers[0]["device"], "cpu");
+  EXPECT_EQ(answers[2]["device"].get<std::string>().rfind("vulkan: ", 0), 0u) << answers[2].dump();
+  const nlohmann::json &on_cpu = answers[1], &on_vulkan = answers[3];
+  EXPECT_NEAR(on_vulkan["object_score_logit"].get<double>(), on_cpu["object_score_logit"].get<double>(), 1e-4);
+  ASSERT_EQ(on_vulkan["masks"].size(), on_cpu["masks"].size());
+  for (size_t i = 0; i < on_cpu["masks"].size(); ++i) {
+    EXPECT_NEAR(on_vulkan["masks"][i]["iou"].get<double>(), on_cpu["masks"][i]["iou"].get<double>(), 1e-4) << i;
+  }
+  EXPECT_EQ(cpu.stop(), 0);
+  EXPECT_EQ(vulkan.stop(), 0);
 }
 
 #endif

@@ -84,12 +84,14 @@ TEST_F(VulkanContextTest, ReportsTheLimitsTheKernelsNeed) {
 }
 
 TEST_F(VulkanContextTest, EveryShaderIsEmbedded) {
-  for (const char* name : {"matmul", "layer_norm_rows", "softmax_rows", "attention", "windowed_attention",
-                           "max_pool2x2", "add_upsampled_nearest2x", "hwc_to_nchw", "conv2d_to_hwc",
-                           "add_periodic"}) {
-    const auto code = embedded_spirv(name);
-    ASSERT_GT(code.size(), 5u) << name;
-    EXPECT_EQ(code[0], 0x07230203u) << name << " does not start with the SPIR-V magic number";
+  for (const char* name : {"matmul", "matmul_tiled", "layer_norm_rows", "softmax_rows", "attention",
+                           "attention_tiled", "windowed_attention", "max_pool2x2", "add_upsampled_nearest2x",
+                           "hwc_to_nchw", "conv2d_to_hwc", "add_periodic"}) {
+    for (const std::string& variant : {std::string(name), std::string(name) + "_f16"}) {  // fp32, fp16 storage
+      const auto code = embedded_spirv(variant);
+      ASSERT_GT(code.size(), 5u) << variant;
+      EXPECT_EQ(code[0], 0x07230203u) << variant << " does not start with the SPIR-V magic number";
+    }
   }
   EXPECT_THROW(embedded_spirv("no_such_shader"), Error);
 }
@@ -122,7 +124,7 @@ TEST_F(VulkanContextTest, ARecordingReplaysOnNewInputs) {
   CommandRecorder recorder(context());
   Tensor x = random_tensor({5, 9}, 2, 4.0f);
   DeviceBuffer buffer = upload(x);
-  ops.softmax_rows(recorder, all_floats(buffer), 5, 9);
+  ops.softmax_rows(recorder, all_elements(buffer), 5, 9);
   EXPECT_EQ(recorder.dispatch_count(), 1u);
   for (uint32_t run = 0; run < 3; ++run) {
     x = random_tensor({5, 9}, 10 + run, 4.0f);
@@ -131,9 +133,9 @@ TEST_F(VulkanContextTest, ARecordingReplaysOnNewInputs) {
     softmax_rows_reference(x.data(), 5, 9, 9);
     EXPECT_LE(scaled_max_error(download(buffer, {5, 9}), x), 1e-6) << "run " << run;
   }
-  EXPECT_THROW(ops.softmax_rows(recorder, all_floats(buffer), 5, 9), Error);  // recording already submitted
+  EXPECT_THROW(ops.softmax_rows(recorder, all_elements(buffer), 5, 9), Error);  // recording already submitted
   recorder.reset();
-  ops.softmax_rows(recorder, all_floats(buffer), 5, 9);
+  ops.softmax_rows(recorder, all_elements(buffer), 5, 9);
   recorder.submit();
 }
 
@@ -145,7 +147,7 @@ TEST_F(VulkanContextTest, StagedBuffersFeedTheKernels) {
   CommandRecorder recorder(context());
   Tensor x = random_tensor({7, 12}, 3, 4.0f);
   DeviceBuffer buffer = upload(x);
-  ops.softmax_rows(recorder, all_floats(buffer), 7, 12);
+  ops.softmax_rows(recorder, all_elements(buffer), 7, 12);
   recorder.submit();
   softmax_rows_reference(x.data(), 7, 12, 12);
   EXPECT_LE(scaled_max_error(download(buffer, {7, 12}), x), 1e-6);
@@ -160,7 +162,7 @@ TEST_F(VulkanContextTest, BindingsAboveTheRangeLimitAreRefused) {
   CommandRecorder recorder(context());
   DeviceBuffer buffer = zeros(1000);
   try {
-    ops.softmax_rows(recorder, all_floats(buffer), 10, 100);
+    ops.softmax_rows(recorder, all_elements(buffer), 10, 100);
     ADD_FAILURE() << "a 4000-byte binding passed a 1024-byte limit";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("more than the 1024 one binding may span"), std::string::npos) << e.what();

@@ -25,9 +25,10 @@ class VulkanEncoderTest : public ::testing::Test {
     for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
   }
   // A backend with the validation layers reporting into this test.
-  std::shared_ptr<VulkanBackend> backend(uint64_t max_binding_bytes = 0) {
+  std::shared_ptr<VulkanBackend> backend(uint64_t max_binding_bytes = 0, bool tiled_kernels = false) {
     VulkanContextOptions options;
     options.max_binding_bytes = max_binding_bytes;
+    options.force_tiled_kernels = tiled_kernels;
     options.validation = kValidationLayers;
     options.validation_log = log_;
     return std::make_shared<VulkanBackend>(options);
@@ -45,6 +46,12 @@ TEST_F(VulkanEncoderMicro, MatchesOfficialGoldens) {
   const ImageEncoder encoder(config, synthetic_weights(config, 0), backend());
   expect_micro_goldens(encoder);  // recorded, then run
   expect_micro_goldens(encoder);  // replayed
+}
+
+// The kernels a GPU gets (tiled through shared memory), forced on this device.
+TEST_F(VulkanEncoderMicro, MatchesOfficialGoldensWithTheTiledKernels) {
+  const ModelConfig config = micro_config();
+  expect_micro_goldens(ImageEncoder(config, synthetic_weights(config, 0), backend(0, true)));
 }
 
 TEST_F(VulkanEncoderMicro, ReplaysOnNewImagesAsTheCpuComputesThem) {

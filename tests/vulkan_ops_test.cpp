@@ -59,7 +59,7 @@ class VulkanOpsTest : public VulkanTest {
       cpu.forward(x.data(), rows, expected.data(), epilogue);
       const DeviceBuffer device_y = upload(residual);
       CommandRecorder recorder(context());
-      ops().linear(recorder, layer, all_floats(device_x), rows, all_floats(device_y), epilogue);
+      ops().linear(recorder, layer, all_elements(device_x), rows, all_elements(device_y), epilogue);
       EXPECT_EQ(recorder.dispatch_count(), expected_dispatches);
       recorder.submit();
       EXPECT_LE(scaled_max_error(download(device_y, {rows, out}), expected), 2e-6)
@@ -91,7 +91,25 @@ TEST_F(VulkanOpsTest, LinearSplitsRowsToRespectTheBindingRange) {
   const DeviceLinear wide = upload_linear(context(), random_tensor({1, 1100}, 1), Tensor());
   const DeviceBuffer x = zeros(1100), y = zeros(1);
   CommandRecorder recorder(context());
-  EXPECT_THROW(ops().linear(recorder, wide, all_floats(x), 1, all_floats(y), Epilogue::none), Error);
+  EXPECT_THROW(ops().linear(recorder, wide, all_elements(x), 1, all_elements(y), Epilogue::none), Error);
+}
+
+// The tiled shared-memory kernel that GPUs get, forced on this device: tiles cut
+// at rows, outputs and k that are not multiples of 64, 64 and 16, and bands.
+TEST_F(VulkanOpsTest, TiledLinearMatchesPackedLinear) {
+  EXPECT_EQ(context().tiled_kernels(), !context().limits().cpu_device);
+  VulkanContextOptions tiled;
+  tiled.force_tiled_kernels = true;
+  reopen(tiled);
+  ASSERT_TRUE(context().tiled_kernels());
+  check_linear(37, 40, 24, true, 1);
+  check_linear(130, 96, 70, false, 1);
+  check_linear(65, 200, 129, true, 1);
+  tiled.max_binding_bytes = 4096;
+  reopen(tiled);
+  const uint64_t alignment = context().limits().min_storage_buffer_offset_alignment;
+  const int64_t band = static_cast<int64_t>((4096 - alignment) / 160);
+  check_linear(80, 40, 24, true, static_cast<size_t>((80 + band - 1) / band));
 }
 
 TEST_F(VulkanOpsTest, GeluIsTheErfFormToSinglePrecision) {
@@ -102,7 +120,7 @@ TEST_F(VulkanOpsTest, GeluIsTheErfFormToSinglePrecision) {
   const DeviceLinear identity = upload_linear(context(), Tensor::filled({1, 1}, 1.0f), Tensor());
   const DeviceBuffer device_x = upload(x), device_y = zeros(n);
   CommandRecorder recorder(context());
-  ops().linear(recorder, identity, all_floats(device_x), n, all_floats(device_y), Epilogue::gelu);
+  ops().linear(recorder, identity, all_elements(device_x), n, all_elements(device_y), Epilogue::gelu);
   recorder.submit();
   const Tensor y = download(device_y, {n, 1});
   for (int64_t i = 0; i < n; ++i) {
@@ -120,8 +138,8 @@ TEST_F(VulkanOpsTest, LayerNormRowsMatchesTheCpu) {
   layer_norm_rows(x.data(), channels, rows, channels, weight.data(), bias.data(), 1e-6f, expected.data(), channels);
   const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dy = zeros(rows * channels);
   CommandRecorder recorder(context());
-  ops().layer_norm_rows(recorder, all_floats(dx), rows, channels, all_floats(dw), all_floats(db), 1e-6f,
-                        all_floats(dy));
+  ops().layer_norm_rows(recorder, all_elements(dx), rows, channels, all_elements(dw), all_elements(db), 1e-6f,
+                        all_elements(dy));
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dy, {rows, channels}), expected), 2e-6);
 }
@@ -133,7 +151,7 @@ TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
   softmax_rows(expected.data(), rows, cols, cols);
   const DeviceBuffer dx = upload(x);
   CommandRecorder recorder(context());
-  ops().softmax_rows(recorder, all_floats(dx), rows, cols);
+  ops().softmax_rows(recorder, all_elements(dx), rows, cols);
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
 }
@@ -145,8 +163,10 @@ constexpr double kAttentionTolerance = 5e-6;
 
 TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
   // q, k and v interleaved per token as in a qkv projection, 3 heads of 96 and
-  // 300 keys: more than llvmpipe's 65535 loop iterations per invocation if the
-  // head dimension were a loop inside the loop over the keys.
+  // 300 keys (not a multiple of the tiled kernel's 32): more than llvmpipe's
+  // 65535 loop iterations per invocation if the head dimension were a loop
+  // inside the loop over the keys; 45 queries leave most of a 64-query
+  // workgroup without a query.
   const int64_t tokens = 300, nq = 45, heads = 3, head_dim = 96, width = heads * head_dim;
   const Tensor qkv = random_tensor({tokens, 3 * width}, 41, 2.0f);
   Tensor expected({nq, width});
@@ -166,29 +186,36 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
   args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   attention(args);
 
-  const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
-  const DeviceFloats all = all_floats(dqkv);
-  DeviceAttention device;
-  device.nq = nq;
-  device.nk = tokens;
-  device.heads = heads;
-  device.head_dim = head_dim;
-  device.q = all;
-  device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
-  device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
-  device.out = all_floats(dout);
-  device.ldq = device.ldk = device.ldv = 3 * width;
-  device.ldo = width;
-  device.scale = args.scale;
-  CommandRecorder recorder(context());
-  ops().attention(recorder, device);
-  recorder.submit();
-  EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance);
+  // The barrier-free kernel (CPU devices), then the tiled one GPUs get, forced.
+  for (const bool tiled : {false, true}) {
+    VulkanContextOptions options;
+    options.force_tiled_kernels = tiled;
+    reopen(options);
+    ASSERT_EQ(context().tiled_kernels(), tiled || !context().limits().cpu_device);
+    const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
+    const DeviceElements all = all_elements(dqkv);
+    DeviceAttention device;
+    device.nq = nq;
+    device.nk = tokens;
+    device.heads = heads;
+    device.head_dim = head_dim;
+    device.q = all;
+    device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
+    device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
+    device.out = all_elements(dout);
+    device.ldq = device.ldk = device.ldv = 3 * width;
+    device.ldo = width;
+    device.scale = args.scale;
+    CommandRecorder recorder(context());
+    ops().attention(recorder, device);
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance) << "tiled " << tiled;
 
-  device.head_dim = 129;
-  EXPECT_THROW(ops().attention(recorder, device), Error);
-  device.head_dim = 30;
-  EXPECT_THROW(ops().attention(recorder, device), Error);
+    device.head_dim = 129;
+    EXPECT_THROW(ops().attention(recorder, device), Error);
+    device.head_dim = 30;
+    EXPECT_THROW(ops().attention(recorder, device), Error);
+  }
 }
 
 struct WindowCase {
@@ -215,8 +242,8 @@ TEST_F(VulkanOpsTest, WindowedAttentionMatchesTheCpu) {
       windowed_attention(qkv, c.window, pad.data(), c.heads, c.q_pool, expected);
       const DeviceBuffer dqkv = upload(qkv), dpad = upload(pad), dout = zeros(out_h * out_w * channels);
       CommandRecorder recorder(context());
-      ops().windowed_attention(recorder, all_floats(dqkv), c.height, c.width, channels, c.window, all_floats(dpad),
-                               c.heads, c.q_pool, all_floats(dout));
+      ops().windowed_attention(recorder, all_elements(dqkv), c.height, c.width, channels, c.window, all_elements(dpad),
+                               c.heads, c.q_pool, all_elements(dout));
       recorder.submit();
       EXPECT_LE(scaled_max_error(download(dout, {out_h, out_w, channels}), expected), kAttentionTolerance)
           << c.height << "x" << c.width << " window " << c.window << " q_pool " << c.q_pool << " cap " << cap;
@@ -241,8 +268,8 @@ TEST_F(VulkanOpsTest, Conv2dToHwcMatchesTheCpu) {
     const Tensor expected = conv2d_to_hwc(x, weight, bias, c.stride, c.padding);
     const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dy = zeros(expected.numel());
     CommandRecorder recorder(context());
-    ops().conv2d_to_hwc(recorder, all_floats(dx), c.in_channels, c.height, c.width, all_floats(dw), all_floats(db),
-                        c.out_channels, c.kernel, c.stride, c.padding, all_floats(dy));
+    ops().conv2d_to_hwc(recorder, all_elements(dx), c.in_channels, c.height, c.width, all_elements(dw), all_elements(db),
+                        c.out_channels, c.kernel, c.stride, c.padding, all_elements(dy));
     recorder.submit();
     EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 1e-5) << c.kernel;
   }
@@ -254,15 +281,15 @@ TEST_F(VulkanOpsTest, AddPeriodicAddsChannelVectorsAndCopies) {
   add_channel_vector_inplace(expected, vector);
   const DeviceBuffer dx = upload(x), dv = upload(vector), copied = zeros(x.numel());
   CommandRecorder recorder(context());
-  ops().add_periodic(recorder, all_floats(dx), {}, 0, x.numel(), all_floats(copied));
-  ops().add_periodic(recorder, all_floats(dx), all_floats(dv), 7, x.numel(), all_floats(dx));
+  ops().add_periodic(recorder, all_elements(dx), {}, 0, x.numel(), all_elements(copied));
+  ops().add_periodic(recorder, all_elements(dx), all_elements(dv), 7, x.numel(), all_elements(dx));
   recorder.submit();
   const Tensor sum = download(dx, x.shape()), copy = download(copied, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     ASSERT_EQ(copy[i], x[i]) << i;
     ASSERT_EQ(sum[i], expected[i]) << i;
   }
-  EXPECT_THROW(ops().add_periodic(recorder, all_floats(dx), all_floats(dv), 6, x.numel(), all_floats(dx)), Error);
+  EXPECT_THROW(ops().add_periodic(recorder, all_elements(dx), all_elements(dv), 6, x.numel(), all_elements(dx)), Error);
 }
 
 TEST_F(VulkanOpsTest, MaxPool2x2MatchesTheCpu) {
@@ -273,8 +300,8 @@ TEST_F(VulkanOpsTest, MaxPool2x2MatchesTheCpu) {
     max_pool2x2_into(x, offset, channels, expected);
     const DeviceBuffer dx = upload(x), dy = zeros(expected.numel());
     CommandRecorder recorder(context());
-    ops().max_pool2x2(recorder, all_floats(dx), shape[0], shape[1], shape[2], shape[3], offset, channels,
-                      all_floats(dy));
+    ops().max_pool2x2(recorder, all_elements(dx), shape[0], shape[1], shape[2], shape[3], offset, channels,
+                      all_elements(dy));
     recorder.submit();
     const Tensor y = download(dy, expected.shape());
     for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << shape_to_string(shape) << " at " << i;
@@ -289,7 +316,7 @@ TEST_F(VulkanOpsTest, NearestUpsampleAddMatchesTheCpu) {
   add_upsampled_nearest2x_inplace(expected, coarse);
   const DeviceBuffer dx = upload(x), dcoarse = upload(coarse);
   CommandRecorder recorder(context());
-  ops().add_upsampled_nearest2x(recorder, all_floats(dx), all_floats(dcoarse), height, width, channels);
+  ops().add_upsampled_nearest2x(recorder, all_elements(dx), all_elements(dcoarse), height, width, channels);
   recorder.submit();
   const Tensor y = download(dx, expected.shape());
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;  // one rounded add, as on the CPU
@@ -300,7 +327,7 @@ TEST_F(VulkanOpsTest, HwcToNchwMatchesTheCpu) {
   const Tensor expected = hwc_to_nchw(x);
   const DeviceBuffer dx = upload(x), dy = zeros(x.numel());
   CommandRecorder recorder(context());
-  ops().hwc_to_nchw(recorder, all_floats(dx), 6, 9, 5, all_floats(dy));
+  ops().hwc_to_nchw(recorder, all_elements(dx), 6, 9, 5, all_elements(dy));
   recorder.submit();
   const Tensor y = download(dy, expected.shape());
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y[i], expected[i]) << i;
@@ -325,10 +352,10 @@ TEST_F(VulkanOpsTest, OneRecordingChainsOpsWithBarriers) {
   const DeviceBuffer dnormed = zeros(rows * channels), dh = zeros(rows * hidden);
   const DeviceLinear l1 = upload_linear(context(), w1, b1), l2 = upload_linear(context(), w2, b2);
   CommandRecorder recorder(context());
-  ops().layer_norm_rows(recorder, all_floats(dx), rows, channels, all_floats(dnw), all_floats(dnb), 1e-6f,
-                        all_floats(dnormed));
-  ops().linear(recorder, l1, all_floats(dnormed), rows, all_floats(dh), Epilogue::gelu);
-  ops().linear(recorder, l2, all_floats(dh), rows, all_floats(dx), Epilogue::accumulate);
+  ops().layer_norm_rows(recorder, all_elements(dx), rows, channels, all_elements(dnw), all_elements(dnb), 1e-6f,
+                        all_elements(dnormed));
+  ops().linear(recorder, l1, all_elements(dnormed), rows, all_elements(dh), Epilogue::gelu);
+  ops().linear(recorder, l2, all_elements(dh), rows, all_elements(dx), Epilogue::accumulate);
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dx, {rows, channels}), expected), 4e-6);
 }

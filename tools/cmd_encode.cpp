@@ -32,6 +32,7 @@ struct EncodeCommand {
                           FeatureFileOptions{.all_features = all_features,
                                              .position_encodings = pos_enc,
                                              .precision = model.encoder_precision(),
+                                             .device_precision = model.device_precision(),
                                              .dtype = parse_feature_dtype(feature_dtype)});
   }
 

@@ -197,6 +197,7 @@ void register_everything(CLI::App& app) {
       "Every official parameter is a flag of the same name with dashes. Writes the official records as JSON "
       "(--json), one PNG per mask (--out-dir) and/or an overlay of all masks (--overlay).");
   command->model.add_to(*sub);
+  command->model.add_device_to(*sub);
   AmgParams& p = command->params;
   auto* image = sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->check(CLI::ExistingFile);
   command->batch.add_to(*sub, image);

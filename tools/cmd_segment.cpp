@@ -355,6 +355,7 @@ void register_segment(CLI::App& app) {
       "  \"name\": \"cat\" (carried into the reports). At most 256 objects; e.g.\n"
       "  [{\"name\": \"cat\", \"points\": [[110, 41]]}, {\"box\": [80, 15, 140, 65], \"points\": [[100, 40, 0]]}]");
   command->model.add_to(*sub);
+  command->model.add_device_to(*sub);
   sub->add_option("--image", command->image_path, "input photo (PNG or JPEG)")->required()->check(CLI::ExistingFile);
   sub->add_option("--features", command->features_path,
                   "reuse features written by `sam2rt encode` (encoded at that run's --precision); refused when they "

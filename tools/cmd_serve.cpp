@@ -326,6 +326,7 @@ class SegmentServer {
                 {"model", options_.model.source().describe()},
                 {"synthetic_weights", !options_.model.synthetic_salt.empty()},
                 {"precision", options_.model.precision},
+                {"device", model_->encoder().backend().description()},
                 {"images", images_.size()},
                 {"cache_bytes", images_.bytes()},
                 {"cache_budget_bytes", images_.budget()}});
@@ -520,6 +521,7 @@ void register_serve(CLI::App& app) {
       "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask, plus the JSON API "
       "the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
   options->model.add_to(*sub);
+  options->model.add_device_to(*sub);
   sub->add_option("--host", options->host, "address to listen on; anything but loopback exposes the server")
       ->default_val("127.0.0.1");
   sub->add_option("--port", options->port, "TCP port; 0 picks a free one (the URL line shows which)")

@@ -44,16 +44,18 @@ void ModelOptions::add_to(CLI::App& command) {
       ->default_val(kDefaultMaxImagePixels)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   command.add_option("--precision", precision,
-                     "arithmetic of the image encoder: fp32 matches the reference; bf16 is faster "
-                     "but opt-in and not bit-faithful to the reference (masks near the threshold may differ)")
+                     "arithmetic of the image encoder: fp32 matches the reference; bf16 (--device cpu) is faster "
+                     "but opt-in and not bit-faithful to the reference (masks near the threshold may differ); fp16 "
+                     "(--device vulkan) stores weights and activations in fp16 on the GPU, computing in fp32 "
+                     "(opt-in, not bit-faithful either)")
       ->default_val(precision_name(Precision::fp32))
-      ->check(CLI::IsMember({precision_name(Precision::fp32), precision_name(Precision::bf16)}));
+      ->check(CLI::IsMember({precision_name(Precision::fp32), precision_name(Precision::bf16), "fp16"}));
 }
 
 void ModelOptions::add_device_to(CLI::App& command) {
   command.add_option("--device", device,
-                     "where the image encoder runs: cpu, or vulkan (a GPU through Vulkan, fp32; the decoder "
-                     "stays on the CPU)")
+                     "where the image encoder runs: cpu, or vulkan (a GPU through Vulkan); the prompt "
+                     "encoder and mask decoder stay on the CPU, reading the features downloaded from the device")
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "vulkan"}));
   command.add_option("--gpu-index", gpu_index, "with --device vulkan: which Vulkan device (0 = the first)")
@@ -62,7 +64,7 @@ void ModelOptions::add_device_to(CLI::App& command) {
 }
 
 std::shared_ptr<Backend> ModelOptions::backend() const {
-  std::shared_ptr<Backend> chosen = make_backend(device, gpu_index);
+  std::shared_ptr<Backend> chosen = make_backend(device, gpu_index, device_precision());
   if (chosen->records()) std::fprintf(stderr, "device: %s\n", chosen->description().c_str());
   return chosen;
 }
@@ -104,8 +106,19 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   return model;
 }
 
+DevicePrecision ModelOptions::device_precision() const {
+  return precision == "fp16" ? DevicePrecision::fp16 : DevicePrecision::fp32;
+}
+
 Precision ModelOptions::encoder_precision() const {
+  if (precision == "fp16") {
+    if (device == "cpu") throw Error("--precision fp16 runs on --device vulkan only; on the CPU use fp32 (or bf16)");
+    return Precision::fp32;  // the arithmetic; the device stores fp16
+  }
   const Precision chosen = parse_precision(precision);
+  if (chosen == Precision::bf16 && device != "cpu") {
+    throw Error("--precision bf16 runs on --device cpu only; use --precision fp32 with --device " + device);
+  }
   if (chosen == Precision::bf16 && !bf16_matmul_supported()) {
     throw Error("--precision bf16: oneDNN cannot run bfloat16 on this CPU (it needs AVX-512); use --precision fp32");
   }

@@ -7,6 +7,7 @@
 
 #include "api/sam2_model.h"
 #include "backends/backend.h"
+#include "backends/device_precision.h"
 #include "io/image.h"
 #include "kernels/matmul.h"
 
@@ -14,7 +15,7 @@ namespace sam2rt::cli {
 
 // The flags every model-running command shares:
 //   (--model FILE | --synthetic-weights SALT) [--variant V | --config Y] [--threads N]
-//   [--max-image-pixels N] [--precision fp32|bf16]
+//   [--max-image-pixels N] [--precision fp32|bf16|fp16]
 // and, on the commands that register them (add_device_to), [--device cpu|vulkan] [--gpu-index N].
 struct ModelOptions {
   std::string model_path;
@@ -33,9 +34,12 @@ struct ModelOptions {
   // when that device cannot be used.
   std::shared_ptr<Backend> backend() const;
   ModelSource source() const;
-  // The arithmetic of the image encoder (--precision); Error when this CPU cannot
+  // The arithmetic of the image encoder (--precision; fp16 is fp32 arithmetic on
+  // fp16 storage, see device_precision); Error when this CPU or --device cannot
   // run it.
   Precision encoder_precision() const;
+  // How a device stores tensors and weights: fp16 with --precision fp16.
+  DevicePrecision device_precision() const;
   // Applies --threads, loads and validates the model; prints what was loaded (the
   // variant detected from the checkpoint, and a warning that synthetic weights
   // give meaningless masks) to stderr.

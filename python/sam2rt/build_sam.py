@@ -1,6 +1,7 @@
 """build_sam2 as in sam2/build_sam.py: official config names or YAML files, checkpoints from disk."""
 
 import os
+import re
 from pathlib import Path
 
 from . import _sam2rt
@@ -47,9 +48,10 @@ _POSTPROCESSING_OVERRIDES = [
 class SAM2Model:
     """What build_sam2 returns: a loaded, immutable model to hand to the predictors."""
 
-    def __init__(self, core, config_file):
+    def __init__(self, core, config_file, device="cpu"):
         self._core = core
         self.config_file = config_file
+        self._device = device
 
     @property
     def image_size(self):
@@ -57,7 +59,8 @@ class SAM2Model:
 
     @property
     def device(self):
-        return "cpu"
+        """Where the image encoder runs: "cpu" or "vulkan:N" (the decoder runs on the CPU)."""
+        return self._device
 
     def __repr__(self):
         return f"SAM2Model({self.config_file!r}, {self._core.description}, image_size={self.image_size})"
@@ -118,10 +121,21 @@ def _decoder_settings(overrides):
     return settings
 
 
+_DEVICE = re.compile(r"(cpu|vulkan)(?::([0-9]{1,3}))?")
+_MAX_GPU_INDEX = 255
+
+
 def _check_device(device):
+    """The device's canonical name, "cpu" or "vulkan:N"; ValueError naming the supported ones otherwise."""
     text = str(device)
-    if text.split(":")[0] != "cpu":
-        raise ValueError(f"device {text!r} is not available: sam2rt runs on the CPU only (use device='cpu')")
+    match = _DEVICE.fullmatch(text)
+    index = int(match.group(2)) if match and match.group(2) is not None else 0
+    if match is None or (match.group(1) == "cpu" and match.group(2) is not None) or index > _MAX_GPU_INDEX:
+        raise ValueError(
+            f"device {text!r} is not supported: sam2rt runs its image encoder on 'cpu' or on a GPU through "
+            f"Vulkan, 'vulkan' or 'vulkan:N' (N = 0..{_MAX_GPU_INDEX}); the decoder runs on the CPU"
+        )
+    return "cpu" if match.group(1) == "cpu" else f"vulkan:{index}"
 
 
 def build_sam2(
@@ -140,8 +154,10 @@ def build_sam2(
     YAML file in the official format. ckpt_path: the official ``.pt`` checkpoint or a
     ``.safetensors`` of the same state dict. synthetic_weights=SALT instead runs the
     deterministic generated weights of the test fixtures (meaningless masks).
+    device: "cpu", or "vulkan" / "vulkan:N" for the image encoder on a GPU through Vulkan
+    (the prompt encoder and mask decoder stay on the CPU, reading the downloaded features).
     """
-    _check_device(device)
+    device = _check_device(device)
     if mode != "eval":
         raise ValueError(f"mode {mode!r} is not supported: sam2rt is inference-only (mode='eval')")
     overrides = list(hydra_overrides_extra)
@@ -173,8 +189,9 @@ def build_sam2(
         settings["dynamic_multimask_via_stability"],
         settings["dynamic_multimask_stability_delta"],
         settings["dynamic_multimask_stability_thresh"],
+        device,
     )
-    return SAM2Model(core, os.fspath(config_file))
+    return SAM2Model(core, os.fspath(config_file), device)
 
 
 def _hugging_face_cache():

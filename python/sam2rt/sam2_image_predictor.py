@@ -63,6 +63,8 @@ class SAM2ImagePredictor:
     ):
         if not isinstance(sam_model, SAM2Model):
             raise TypeError(f"sam_model must come from sam2rt.build_sam2, got {type(sam_model).__name__}")
+        if precision == "bf16" and sam_model.device != "cpu":
+            raise ValueError(f"precision 'bf16' runs on the CPU only; the model's encoder is on {sam_model.device!r}")
         self.model = sam_model
         self.mask_threshold = _finite_number(mask_threshold, "mask_threshold")
         self._core = _sam2rt.ImagePredictorCore(
@@ -83,7 +85,7 @@ class SAM2ImagePredictor:
 
     @property
     def device(self):
-        return "cpu"
+        return self.model.device
 
     @property
     def _is_image_set(self):

@@ -110,7 +110,7 @@ def test_predictor_needs_a_sam2rt_model():
         (dict(config_file="configs/sam2.1/sam2.1_hiera_t.yaml"), ValueError, "ckpt_path is required"),
         (dict(config_file="configs/sam2.1/sam2.1_hiera_x.yaml", synthetic_weights=0), ValueError, "official config"),
         (dict(config_file="configs/sam2.1/sam2.1_hiera_t.yaml", synthetic_weights=0, device="cuda"), ValueError,
-         "CPU only"),
+         "'cuda' is not supported: .* 'cpu' .* 'vulkan' or 'vulkan:N'"),
         (dict(config_file="configs/sam2.1/sam2.1_hiera_t.yaml", synthetic_weights=0, mode="train"), ValueError,
          "inference-only"),
         (dict(config_file="configs/sam2.1/sam2.1_hiera_t.yaml", synthetic_weights=-1), ValueError, "0..2"),

@@ -5,6 +5,7 @@
 
 #include "api/model_identity.h"
 #include "api/sam2_model.h"
+#include "backends/device_precision.h"
 #include "io/safetensors_narrow.h"
 #include "model/image_encoder.h"
 
@@ -14,6 +15,8 @@ struct FeatureFileOptions {
   bool all_features = false;  // the neck's levels neck.level0..2 besides the decoder-ready set
   bool position_encodings = false;  // neck.pos0..2
   Precision precision = Precision::fp32;  // how the encoder ran, recorded in the metadata
+  // fp16: the encoder stored its tensors in fp16 on a device (recorded as precision "fp16").
+  DevicePrecision device_precision = DevicePrecision::fp32;
   // How the tensors are stored (recorded as feature_dtype); reading widens them
   // back to float32. f32 keeps them exact.
   StoredDtype dtype = StoredDtype::f32;

@@ -8,6 +8,7 @@
 
 #include "api/feature_file.h"
 #include "api/sam2rt_c_internal.h"
+#include "backends/make_backend.h"
 #include "core/error.h"
 
 using sam2rt::c_api::guarded;
@@ -21,8 +22,10 @@ sam2rt::ModelSource source_of(const char* variant, const char* config_yaml) {
   return source;
 }
 
-sam2rt_model* new_model(const sam2rt::ModelSource& source) {
-  return new sam2rt_model{sam2rt::Sam2Model::load(source), source.describe()};
+sam2rt_model* new_model(const sam2rt::ModelSource& source, const char* device) {
+  const sam2rt::DeviceChoice choice = sam2rt::parse_device(device ? device : "cpu");
+  return new sam2rt_model{sam2rt::Sam2Model::load(source, sam2rt::make_backend(choice.kind, choice.gpu_index)),
+                          source.describe()};
 }
 
 sam2rt::MaskFill mask_fill_of(const sam2rt_predictor_options& options) {
@@ -54,22 +57,32 @@ const char* sam2rt_last_error(void) { return sam2rt::c_api::last_error().c_str()
 const char* sam2rt_version(void) { return SAM2RT_VERSION_STRING; }
 
 sam2rt_model* sam2rt_model_load(const char* checkpoint_path, const char* variant, const char* config_yaml) {
+  return sam2rt_model_load_on_device(checkpoint_path, variant, config_yaml, nullptr);
+}
+
+sam2rt_model* sam2rt_model_synthetic(uint64_t salt, const char* variant, const char* config_yaml) {
+  return sam2rt_model_synthetic_on_device(salt, variant, config_yaml, nullptr);
+}
+
+sam2rt_model* sam2rt_model_load_on_device(const char* checkpoint_path, const char* variant, const char* config_yaml,
+                                          const char* device) {
   return guarded(
       [&]() -> sam2rt_model* {
         if (!checkpoint_path) throw sam2rt::Error("checkpoint_path is NULL");
         sam2rt::ModelSource source = source_of(variant, config_yaml);
         source.checkpoint_path = checkpoint_path;
-        return new_model(source);
+        return new_model(source, device);
       },
       nullptr);
 }
 
-sam2rt_model* sam2rt_model_synthetic(uint64_t salt, const char* variant, const char* config_yaml) {
+sam2rt_model* sam2rt_model_synthetic_on_device(uint64_t salt, const char* variant, const char* config_yaml,
+                                               const char* device) {
   return guarded(
       [&]() -> sam2rt_model* {
         sam2rt::ModelSource source = source_of(variant, config_yaml);
         source.synthetic_salt = salt;
-        return new_model(source);
+        return new_model(source, device);
       },
       nullptr);
 }

@@ -37,6 +37,14 @@ const char* sam2rt_version(void);
 /* variant: "tiny", "small", "base_plus" or "large"; config_yaml may be NULL. */
 sam2rt_model* sam2rt_model_load(const char* checkpoint_path, const char* variant, const char* config_yaml);
 sam2rt_model* sam2rt_model_synthetic(uint64_t salt, const char* variant, const char* config_yaml);
+/* As the two above, with the image encoder on `device`: "cpu", "vulkan" (the first Vulkan
+ * device) or "vulkan:N"; NULL is "cpu". The prompt encoder and mask decoder run on the CPU,
+ * reading the features downloaded from the device. Fails (NULL) for another name or when the
+ * device cannot be used (no Vulkan driver, no such GPU). */
+sam2rt_model* sam2rt_model_load_on_device(const char* checkpoint_path, const char* variant, const char* config_yaml,
+                                          const char* device);
+sam2rt_model* sam2rt_model_synthetic_on_device(uint64_t salt, const char* variant, const char* config_yaml,
+                                               const char* device);
 void sam2rt_model_free(sam2rt_model* model);
 
 /* The official defaults: threshold 0, no filling. */

@@ -15,13 +15,15 @@ struct DeviceArena::State {
 
   const VulkanContext& context;
   uint64_t chunk_bytes = 0;
+  uint64_t element_bytes = 0;
   uint64_t alignment = 0;
   std::mutex mutex;
   std::vector<std::unique_ptr<Chunk>> chunks;
 
-  State(const VulkanContext& context, uint64_t chunk_bytes)
+  State(const VulkanContext& context, uint64_t chunk_bytes, uint64_t element_bytes)
       : context(context),
         chunk_bytes(chunk_bytes),
+        element_bytes(element_bytes),
         alignment(std::max<uint64_t>(context.limits().min_storage_buffer_offset_alignment, sizeof(float))) {}
 
   // First fit in the chunks' free ranges; a new chunk when none fits.
@@ -61,15 +63,15 @@ struct DeviceArena::State {
   }
 };
 
-DeviceArena::DeviceArena(const VulkanContext& context, uint64_t chunk_bytes)
-    : state_(std::make_shared<State>(context, chunk_bytes)) {}
+DeviceArena::DeviceArena(const VulkanContext& context, uint64_t chunk_bytes, uint64_t element_bytes)
+    : state_(std::make_shared<State>(context, chunk_bytes, element_bytes)) {}
 
 std::shared_ptr<ArenaRange> DeviceArena::allocate(uint64_t count) {
-  const uint64_t bytes = (std::max<uint64_t>(count, 1) * sizeof(float) + state_->alignment - 1) / state_->alignment *
-                         state_->alignment;
+  const uint64_t bytes = (std::max<uint64_t>(count, 1) * state_->element_bytes + state_->alignment - 1) /
+                         state_->alignment * state_->alignment;
   std::lock_guard lock(state_->mutex);
   const auto [chunk, offset] = state_->take(bytes);
-  auto* range = new ArenaRange{&chunk->buffer, offset / sizeof(float), count};
+  auto* range = new ArenaRange{&chunk->buffer, offset / state_->element_bytes, count};
   return std::shared_ptr<ArenaRange>(range, [state = state_, chunk, offset, bytes](ArenaRange* released) {
     state->give_back(chunk, offset, bytes);
     delete released;

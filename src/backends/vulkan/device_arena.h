@@ -7,15 +7,16 @@
 
 namespace sam2rt {
 
-// Floats [offset, offset + count) of a buffer the arena owns, writable by the host.
+// Elements [offset, offset + count) of a buffer the arena owns, writable by the host.
 struct ArenaRange {
   DeviceBuffer* buffer = nullptr;
-  uint64_t offset = 0;  // in floats
+  uint64_t offset = 0;  // in elements
   uint64_t count = 0;
-  DeviceFloats floats() const { return {buffer, offset, count}; }
+  DeviceElements elements() const { return {buffer, offset, count}; }
 };
 
-// Ranges of floats carved out of a few large device buffers (chunks), first
+// Ranges of elements (floats, or halves on an fp16 backend) carved out of a few
+// large device buffers (chunks), first
 // fit, freed neighbours merged, each range returned when its last handle dies:
 // an encode's activations take about the peak of what is live at once, and the
 // same chunks serve every later image. A request larger than the chunk size
@@ -23,9 +24,9 @@ struct ArenaRange {
 // Thread-safe.
 class DeviceArena {
  public:
-  DeviceArena(const VulkanContext& context, uint64_t chunk_bytes);
+  DeviceArena(const VulkanContext& context, uint64_t chunk_bytes, uint64_t element_bytes = sizeof(float));
 
-  // `count` floats, contents undefined.
+  // `count` elements, contents undefined.
   std::shared_ptr<ArenaRange> allocate(uint64_t count);
   // Bytes of device memory the chunks hold.
   uint64_t bytes_reserved() const;

@@ -27,11 +27,11 @@ const ArenaRange& range_of(const DeviceTensor& x, const char* op) {
   return range;
 }
 
-DeviceFloats floats(const DeviceTensor& x, const char* op) { return range_of(x, op).floats(); }
+DeviceElements elements(const DeviceTensor& x, const char* op) { return range_of(x, op).elements(); }
 
-// Floats of x from element `offset` on.
-DeviceFloats floats_from(const DeviceTensor& x, int64_t offset, const char* op) {
-  DeviceFloats range = floats(x, op);
+// Elements of x from element `offset` on.
+DeviceElements elements_from(const DeviceTensor& x, int64_t offset, const char* op) {
+  DeviceElements range = elements(x, op);
   if (offset < 0 || static_cast<uint64_t>(offset) > range.count) {
     throw Error(std::string("vulkan backend: ") + op + ": offset outside its tensor");
   }
@@ -41,7 +41,7 @@ DeviceFloats floats_from(const DeviceTensor& x, int64_t offset, const char* op) 
 }
 
 void refuse_bf16(bool bf16, const char* op) {
-  if (bf16) throw Error(std::string("vulkan backend: ") + op + ": bf16 runs on the CPU only; the device is fp32");
+  if (bf16) throw Error(std::string("vulkan backend: ") + op + ": bf16 runs on the CPU only; the device computes in fp32");
 }
 
 DeviceTensor tensor_on(DeviceArena& arena, Shape shape) {
@@ -60,11 +60,11 @@ class VulkanBackend::VulkanProgram final : public Program {
   int64_t ops = 0;
 };
 
-VulkanBackend::VulkanBackend(const VulkanContextOptions& options)
+VulkanBackend::VulkanBackend(const VulkanContextOptions& options, DevicePrecision precision)
     : context_(std::make_unique<VulkanContext>(options)),
-      ops_library_(std::make_unique<VulkanOps>(*context_)),
-      constants_(std::make_unique<DeviceArena>(*context_, kConstantChunkBytes)),
-      activations_(std::make_unique<DeviceArena>(*context_, kActivationChunkBytes)) {}
+      ops_library_(std::make_unique<VulkanOps>(*context_, precision)),
+      constants_(std::make_unique<DeviceArena>(*context_, kConstantChunkBytes, ops_library_->element_bytes())),
+      activations_(std::make_unique<DeviceArena>(*context_, kActivationChunkBytes, ops_library_->element_bytes())) {}
 
 VulkanBackend::~VulkanBackend() = default;
 
@@ -93,7 +93,7 @@ DeviceTensor VulkanBackend::constant_rows(std::shared_ptr<const RowSource> rows)
 
 LinearHandle VulkanBackend::linear(const Tensor& weight, const Tensor& bias, Precision precision) {
   refuse_bf16(precision == Precision::bf16, "linear");
-  auto layer = std::make_shared<const DeviceLinear>(upload_linear(*context_, weight, bias));
+  auto layer = std::make_shared<const DeviceLinear>(upload_linear(*context_, weight, bias, this->precision()));
   return {layer, layer->in_features, layer->out_features, precision};
 }
 
@@ -114,15 +114,13 @@ void VulkanBackend::write(const DeviceTensor& x, const Tensor& value) {
     throw Error("vulkan backend: cannot write " + shape_to_string(value.shape()) + " into " +
                 shape_to_string(x.shape()));
   }
-  range.buffer->upload(value.data(), static_cast<uint64_t>(value.numel()) * sizeof(float),
-                       range.offset * sizeof(float));
+  upload_elements(*range.buffer, precision(), value.data(), static_cast<uint64_t>(value.numel()), range.offset);
 }
 
 Tensor VulkanBackend::download(const DeviceTensor& x) {
   const ArenaRange& range = range_of(x, "download");
   Tensor host(x.shape());
-  range.buffer->download(host.data(), static_cast<uint64_t>(host.numel()) * sizeof(float),
-                         range.offset * sizeof(float));
+  download_elements(*range.buffer, precision(), host.data(), static_cast<uint64_t>(host.numel()), range.offset);
   return host;
 }
 
@@ -137,9 +135,9 @@ DeviceTensor VulkanBackend::conv2d_to_hwc(const DeviceTensor& image, const Devic
   const int64_t out_height = (image.dim(2) + 2 * padding - kernel) / stride + 1;
   const int64_t out_width = (image.dim(3) + 2 * padding - kernel) / stride + 1;
   DeviceTensor y = tensor({out_height, out_width, weight.dim(0)});
-  ops_library_->conv2d_to_hwc(record("conv2d_to_hwc"), floats(image, "conv2d_to_hwc"), image.dim(1), image.dim(2),
-                              image.dim(3), floats(weight, "conv2d_to_hwc"), floats(bias, "conv2d_to_hwc"),
-                              weight.dim(0), kernel, stride, padding, floats(y, "conv2d_to_hwc"));
+  ops_library_->conv2d_to_hwc(record("conv2d_to_hwc"), elements(image, "conv2d_to_hwc"), image.dim(1), image.dim(2),
+                              image.dim(3), elements(weight, "conv2d_to_hwc"), elements(bias, "conv2d_to_hwc"),
+                              weight.dim(0), kernel, stride, padding, elements(y, "conv2d_to_hwc"));
   return y;
 }
 
@@ -148,8 +146,8 @@ void VulkanBackend::add_rows(DeviceTensor& x, const DeviceTensor& rows) {
     throw Error("vulkan backend: add_rows: map " + shape_to_string(x.shape()) + " is not " +
                 shape_to_string(rows.shape()));
   }
-  ops_library_->add_periodic(record("add_rows"), floats(x, "add_rows"), floats(rows, "add_rows"), x.numel(),
-                             x.numel(), floats(x, "add_rows"));
+  ops_library_->add_periodic(record("add_rows"), elements(x, "add_rows"), elements(rows, "add_rows"), x.numel(),
+                             x.numel(), elements(x, "add_rows"));
 }
 
 void VulkanBackend::layer_norm_rows(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
@@ -157,9 +155,9 @@ void VulkanBackend::layer_norm_rows(const DeviceTensor& x, const DeviceTensor& w
   refuse_bf16(y.type() == ElementType::bf16, "layer_norm_rows");
   const int64_t channels = x.dim(-1);
   if (y.numel() != x.numel()) throw Error("vulkan backend: layer_norm_rows output size does not match its input");
-  ops_library_->layer_norm_rows(record("layer_norm_rows"), floats(x, "layer_norm_rows"), x.numel() / channels,
-                                channels, floats(weight, "layer_norm_rows"), floats(bias, "layer_norm_rows"), eps,
-                                floats(y, "layer_norm_rows"));
+  ops_library_->layer_norm_rows(record("layer_norm_rows"), elements(x, "layer_norm_rows"), x.numel() / channels,
+                                channels, elements(weight, "layer_norm_rows"), elements(bias, "layer_norm_rows"), eps,
+                                elements(y, "layer_norm_rows"));
 }
 
 void VulkanBackend::convert(const DeviceTensor&, DeviceTensor&) { refuse_bf16(true, "convert"); }
@@ -167,7 +165,7 @@ void VulkanBackend::convert(const DeviceTensor&, DeviceTensor&) { refuse_bf16(tr
 void VulkanBackend::linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
                                    Epilogue epilogue) {
   const auto& device_layer = *static_cast<const DeviceLinear*>(layer.impl.get());
-  ops_library_->linear(record("linear"), device_layer, floats(x, "linear"), rows, floats(y, "linear"), epilogue);
+  ops_library_->linear(record("linear"), device_layer, elements(x, "linear"), rows, elements(y, "linear"), epilogue);
 }
 
 void VulkanBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
@@ -176,9 +174,9 @@ void VulkanBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, 
   if (qkv.rank() != 3 || qkv.dim(2) % 3 != 0) {
     throw Error("vulkan backend: windowed_attention: qkv " + shape_to_string(qkv.shape()) + " is not [H, W, 3C]");
   }
-  ops_library_->windowed_attention(record("windowed_attention"), floats(qkv, "windowed_attention"), qkv.dim(0),
-                                   qkv.dim(1), qkv.dim(2) / 3, window, floats(pad_token, "windowed_attention"), heads,
-                                   q_pool, floats(out, "windowed_attention"));
+  ops_library_->windowed_attention(record("windowed_attention"), elements(qkv, "windowed_attention"), qkv.dim(0),
+                                   qkv.dim(1), qkv.dim(2) / 3, window, elements(pad_token, "windowed_attention"), heads,
+                                   q_pool, elements(out, "windowed_attention"));
 }
 
 void VulkanBackend::attention(const AttentionOperands& a) {
@@ -188,10 +186,10 @@ void VulkanBackend::attention(const AttentionOperands& a) {
   args.nk = a.nk;
   args.heads = a.heads;
   args.head_dim = a.head_dim;
-  args.q = floats_from(a.q, a.q_offset, "attention");
-  args.k = floats_from(a.k, a.k_offset, "attention");
-  args.v = floats_from(a.v, a.v_offset, "attention");
-  args.out = floats(a.out, "attention");
+  args.q = elements_from(a.q, a.q_offset, "attention");
+  args.k = elements_from(a.k, a.k_offset, "attention");
+  args.v = elements_from(a.v, a.v_offset, "attention");
+  args.out = elements(a.out, "attention");
   args.ldq = a.ldq;
   args.ldk = a.ldk;
   args.ldv = a.ldv;
@@ -207,8 +205,8 @@ void VulkanBackend::max_pool2x2(const DeviceTensor& x, int64_t channel_offset, i
   if (y.numel() != n * (height / 2) * (width / 2) * channels) {
     throw Error("vulkan backend: max_pool2x2: output " + shape_to_string(y.shape()) + " does not match");
   }
-  ops_library_->max_pool2x2(record("max_pool2x2"), floats(x, "max_pool2x2"), n, height, width, total, channel_offset,
-                            channels, floats(y, "max_pool2x2"));
+  ops_library_->max_pool2x2(record("max_pool2x2"), elements(x, "max_pool2x2"), n, height, width, total, channel_offset,
+                            channels, elements(y, "max_pool2x2"));
 }
 
 void VulkanBackend::add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) {
@@ -216,8 +214,8 @@ void VulkanBackend::add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor&
     throw Error("vulkan backend: add_upsampled_nearest2x: " + shape_to_string(x.shape()) + " is not twice " +
                 shape_to_string(coarse.shape()));
   }
-  ops_library_->add_upsampled_nearest2x(record("add_upsampled_nearest2x"), floats(x, "add_upsampled_nearest2x"),
-                                        floats(coarse, "add_upsampled_nearest2x"), coarse.dim(0), coarse.dim(1),
+  ops_library_->add_upsampled_nearest2x(record("add_upsampled_nearest2x"), elements(x, "add_upsampled_nearest2x"),
+                                        elements(coarse, "add_upsampled_nearest2x"), coarse.dim(0), coarse.dim(1),
                                         coarse.dim(2));
 }
 
@@ -226,22 +224,22 @@ void VulkanBackend::add_channel_vector(DeviceTensor& x, const DeviceTensor& vect
     throw Error("vulkan backend: add_channel_vector: " + shape_to_string(vector.shape()) + " does not match " +
                 shape_to_string(x.shape()));
   }
-  ops_library_->add_periodic(record("add_channel_vector"), floats(x, "add_channel_vector"),
-                             floats(vector, "add_channel_vector"), vector.numel(), x.numel(),
-                             floats(x, "add_channel_vector"));
+  ops_library_->add_periodic(record("add_channel_vector"), elements(x, "add_channel_vector"),
+                             elements(vector, "add_channel_vector"), vector.numel(), x.numel(),
+                             elements(x, "add_channel_vector"));
 }
 
 void VulkanBackend::copy(const DeviceTensor& x, DeviceTensor& y) {
   if (x.numel() != y.numel()) throw Error("vulkan backend: copy between tensors of different sizes");
-  ops_library_->add_periodic(record("copy"), floats(x, "copy"), DeviceFloats{}, 0, x.numel(), floats(y, "copy"));
+  ops_library_->add_periodic(record("copy"), elements(x, "copy"), DeviceElements{}, 0, x.numel(), elements(y, "copy"));
 }
 
 void VulkanBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
   if (x.rank() != 3 || y.shape() != Shape{1, x.dim(2), x.dim(0), x.dim(1)}) {
     throw Error("vulkan backend: hwc_to_nchw: " + shape_to_string(x.shape()) + " -> " + shape_to_string(y.shape()));
   }
-  ops_library_->hwc_to_nchw(record("hwc_to_nchw"), floats(x, "hwc_to_nchw"), x.dim(0), x.dim(1), x.dim(2),
-                            floats(y, "hwc_to_nchw"));
+  ops_library_->hwc_to_nchw(record("hwc_to_nchw"), elements(x, "hwc_to_nchw"), x.dim(0), x.dim(1), x.dim(2),
+                            elements(y, "hwc_to_nchw"));
 }
 
 void VulkanBackend::begin_program() {
@@ -264,10 +262,10 @@ void VulkanBackend::run(Program& program) {
   recorded->recorder.submit();
 }
 
-std::shared_ptr<Backend> make_vulkan_backend(int gpu_index) {
+std::shared_ptr<Backend> make_vulkan_backend(int gpu_index, DevicePrecision precision) {
   VulkanContextOptions options;
   options.device_index = gpu_index;
-  return std::make_shared<VulkanBackend>(options);
+  return std::make_shared<VulkanBackend>(options, precision);
 }
 
 }  // namespace sam2rt

@@ -9,15 +9,17 @@
 
 namespace sam2rt {
 
-// The Backend on one Vulkan device, fp32 (docs/BACKENDS.md): constants and
-// Linear weights uploaded when made, activations from an arena of a few large
-// buffers, every op recorded as dispatches into the current program (between
-// begin_program and end_program) and run by replaying it. bf16 tensors and
-// bf16 products are refused (Error). Every tensor, handle and program made by
-// the backend must be destroyed before it. One thread at a time.
+// The Backend on one Vulkan device (docs/BACKENDS.md): constants and Linear
+// weights uploaded when made, activations from an arena of a few large buffers,
+// every op recorded as dispatches into the current program (between
+// begin_program and end_program) and run by replaying it. Its tensors are f32 to
+// the model; the device stores them (and the weights) as `precision` says, and
+// write/download convert. bf16 tensors and bf16 products are refused (Error).
+// Every tensor, handle and program made by the backend must be destroyed before
+// it. One thread at a time.
 class VulkanBackend final : public Backend {
  public:
-  explicit VulkanBackend(const VulkanContextOptions& options);
+  explicit VulkanBackend(const VulkanContextOptions& options, DevicePrecision precision = DevicePrecision::fp32);
   ~VulkanBackend() override;
 
   std::string description() const override;
@@ -55,6 +57,7 @@ class VulkanBackend final : public Backend {
   void run(Program& program) override;
 
   const VulkanContext& context() const { return *context_; }
+  DevicePrecision precision() const { return ops_library_->precision(); }
   // Device memory of the activation and constant arenas.
   uint64_t activation_bytes() const { return activations_->bytes_reserved(); }
   uint64_t constant_bytes() const { return constants_->bytes_reserved(); }

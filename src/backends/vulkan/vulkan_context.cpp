@@ -123,6 +123,7 @@ VulkanContext::VulkanContext(const VulkanContextOptions& options)
     vkGetPhysicalDeviceProperties2(physical_device_, &properties);
     const VkPhysicalDeviceLimits& limits = properties.properties.limits;
     device_name_ = properties.properties.deviceName;
+    limits_.cpu_device = properties.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     if (properties.properties.apiVersion < VK_API_VERSION_1_2) {
       throw Error("no Vulkan device: " + device_name_ + " supports Vulkan " +
                   version_string(properties.properties.apiVersion) + ", sam2rt needs 1.2" + kUseCpu);
@@ -142,10 +143,14 @@ VulkanContext::VulkanContext(const VulkanContextOptions& options)
     features.pNext = &features11;
     vkGetPhysicalDeviceFeatures2(physical_device_, &features);
     limits_.shader_float16 = features12.shaderFloat16 == VK_TRUE;
-    limits_.storage_buffer_16bit = features11.storageBuffer16BitAccess == VK_TRUE;
+    limits_.storage_buffer_16bit = features11.storageBuffer16BitAccess == VK_TRUE && !options.hide_16bit_storage;
     max_binding_bytes_ = options.max_binding_bytes > 0 && options.max_binding_bytes < limits_.max_storage_buffer_range
                              ? options.max_binding_bytes
                              : limits_.max_storage_buffer_range;
+    // The largest shared memory of the tiled kernels: attention_tiled.comp's two
+    // tiles of 32 keys x 32 vec4 (matmul_tiled.comp's two 64 x 17 floats are less).
+    tiled_kernels_ = (options.force_tiled_kernels || !limits_.cpu_device) &&
+                     limits_.max_compute_shared_memory >= 2 * 32 * 32 * 4 * sizeof(float);
 
     uint32_t family_count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &family_count, nullptr);

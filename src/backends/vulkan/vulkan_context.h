@@ -19,6 +19,10 @@ struct VulkanContextOptions {
   // and cap a binding's range below the device limit to exercise chunking.
   bool force_staging = false;
   uint64_t max_binding_bytes = 0;  // 0: the device's maxStorageBufferRange
+  // Tests: report the device as unable to store 16-bit values (the fp16 refusal).
+  bool hide_16bit_storage = false;
+  // Tests: the tiled shared-memory kernels GPUs get, on a CPU device too.
+  bool force_tiled_kernels = false;
 };
 
 // What the kernels need to know about the device.
@@ -32,6 +36,7 @@ struct VulkanLimits {
   uint32_t subgroup_size = 0;
   bool shader_float16 = false;
   bool storage_buffer_16bit = false;
+  bool cpu_device = false;  // VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe)
 };
 
 // One Vulkan device with one compute queue: instance, physical device chosen by
@@ -53,6 +58,10 @@ class VulkanContext {
   // The largest range one binding may span: the device limit or the test cap.
   uint64_t max_binding_bytes() const { return max_binding_bytes_; }
   bool force_staging() const { return force_staging_; }
+  // Whether kernels that tile through shared memory with barriers should be used:
+  // on GPUs; not on CPU devices, where the barrier-free kernels run best (or
+  // when a test forces them).
+  bool tiled_kernels() const { return tiled_kernels_; }
 
   // A memory type with all `required` flags among those `type_bits` allows,
   // preferring one that also has `preferred`. Error if none.
@@ -80,6 +89,7 @@ class VulkanContext {
   VkPhysicalDeviceMemoryProperties memory_{};
   uint64_t max_binding_bytes_ = 0;
   bool force_staging_ = false;
+  bool tiled_kernels_ = false;
   std::shared_ptr<ValidationLog> validation_log_;
 };
 

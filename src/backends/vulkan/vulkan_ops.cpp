@@ -3,16 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "backends/vulkan/embedded_spirv.h"
 #include "core/error.h"
+#include "io/half.h"
+#include "io/half_narrowing.h"
 
 namespace sam2rt {
 
 namespace {
 
 // Must match the shaders' workgroup sizes.
-constexpr uint32_t kMatmulTile = 16;
+constexpr uint32_t kMatmulTile = 16;       // matmul.comp: outputs and rows per workgroup
+constexpr uint32_t kTiledMatmulTile = 64;  // matmul_tiled.comp
 constexpr uint32_t kRowGroup = 64;
 constexpr int64_t kMaxHeadDim = 128;  // attention.comp, windowed_attention.comp
 
@@ -52,9 +56,20 @@ struct AddPeriodicPush {
   uint32_t count, period, has_addend, x_base, addend_base, y_base;
 };
 
+// The shader `name` compiled for the storage of `precision` (shaders/storage.glsl).
 template <class Push>
-ComputePipeline pipeline(const VulkanContext& context, const char* name, uint32_t bindings) {
-  return ComputePipeline(context, name, embedded_spirv(name), bindings, sizeof(Push));
+ComputePipeline pipeline(const VulkanContext& context, DevicePrecision precision, const char* name,
+                         uint32_t bindings) {
+  const std::string variant = precision == DevicePrecision::fp16 ? std::string(name) + "_f16" : std::string(name);
+  return ComputePipeline(context, variant.c_str(), embedded_spirv(variant), bindings, sizeof(Push));
+}
+
+DevicePrecision supported(const VulkanContext& context, DevicePrecision precision) {
+  if (precision == DevicePrecision::fp16 && !context.limits().storage_buffer_16bit) {
+    throw Error("--precision fp16: " + context.device_name() +
+                " cannot store 16-bit values in storage buffers (no storageBuffer16BitAccess); use --precision fp32");
+  }
+  return precision;
 }
 
 uint32_t groups_for(int64_t count, uint32_t per_group) {
@@ -66,35 +81,32 @@ uint32_t u32(int64_t value, const std::string& what) {
   return static_cast<uint32_t>(value);
 }
 
-// A kernel's binding of floats [first, first + count) of an operand: the range
-// starts at the aligned byte offset at or below them; `base` is where they
-// start inside it, in floats (a push constant of the kernel).
-struct Bound {
-  BufferRange range;
-  uint32_t base = 0;
-};
-
-Bound bind(const VulkanContext& context, const DeviceFloats& operand, uint64_t first, uint64_t count,
-           const std::string& op, const char* name) {
-  const std::string what = op + ": operand '" + name + "' ";
-  if (operand.buffer == nullptr) throw Error(what + "has no buffer");
-  if (operand.offset + operand.count > operand.buffer->bytes() / sizeof(float)) {
-    throw Error(what + "lies outside its buffer");
-  }
-  if (count == 0 || first + count > operand.count) {
-    throw Error(what + "holds " + std::to_string(operand.count) + " floats, the kernel needs " +
-                std::to_string(first + count));
-  }
-  const uint64_t alignment = context.limits().min_storage_buffer_offset_alignment;
-  const uint64_t byte = (operand.offset + first) * sizeof(float);
-  const uint64_t start = byte / alignment * alignment;
-  return {{operand.buffer, start, byte + count * sizeof(float) - start},
-          static_cast<uint32_t>((byte - start) / sizeof(float))};
-}
-
 }  // namespace
 
-DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias) {
+void upload_elements(DeviceBuffer& buffer, DevicePrecision precision, const float* values, uint64_t count,
+                     uint64_t element_offset) {
+  if (precision == DevicePrecision::fp32) {
+    buffer.upload(values, count * sizeof(float), element_offset * sizeof(float));
+    return;
+  }
+  std::vector<uint16_t> halves(count);
+  for (uint64_t i = 0; i < count; ++i) halves[i] = float_to_f16(values[i]);
+  buffer.upload(halves.data(), count * sizeof(uint16_t), element_offset * sizeof(uint16_t));
+}
+
+void download_elements(const DeviceBuffer& buffer, DevicePrecision precision, float* values, uint64_t count,
+                       uint64_t element_offset) {
+  if (precision == DevicePrecision::fp32) {
+    buffer.download(values, count * sizeof(float), element_offset * sizeof(float));
+    return;
+  }
+  std::vector<uint16_t> halves(count);
+  buffer.download(halves.data(), count * sizeof(uint16_t), element_offset * sizeof(uint16_t));
+  for (uint64_t i = 0; i < count; ++i) values[i] = f16_to_float(halves[i]);
+}
+
+DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias,
+                           DevicePrecision precision) {
   if (weight.rank() != 2 || weight.numel() == 0) {
     throw Error("Vulkan linear: weight must be a non-empty [out, in] matrix, got " + shape_to_string(weight.shape()));
   }
@@ -105,28 +117,58 @@ DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, c
   DeviceLinear layer;
   layer.out_features = weight.dim(0);
   layer.in_features = weight.dim(1);
-  layer.weight = DeviceBuffer(context, static_cast<uint64_t>(weight.numel()) * sizeof(float));
-  layer.weight.upload(weight.data(), layer.weight.bytes());
+  const uint64_t bytes = element_bytes(precision);
+  layer.weight = DeviceBuffer(context, static_cast<uint64_t>(weight.numel()) * bytes);
+  upload_elements(layer.weight, precision, weight.data(), static_cast<uint64_t>(weight.numel()), 0);
   layer.has_bias = !bias.empty();
   if (layer.has_bias) {
-    layer.bias = DeviceBuffer(context, static_cast<uint64_t>(bias.numel()) * sizeof(float));
-    layer.bias.upload(bias.data(), layer.bias.bytes());
+    layer.bias = DeviceBuffer(context, static_cast<uint64_t>(bias.numel()) * bytes);
+    upload_elements(layer.bias, precision, bias.data(), static_cast<uint64_t>(bias.numel()), 0);
   }
   return layer;
 }
 
-VulkanOps::VulkanOps(const VulkanContext& context)
+VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
     : context_(context),
-      matmul_(pipeline<MatmulPush>(context, "matmul", 4)),
-      layer_norm_rows_(pipeline<LayerNormPush>(context, "layer_norm_rows", 4)),
-      softmax_rows_(pipeline<SoftmaxPush>(context, "softmax_rows", 1)),
-      attention_(pipeline<AttentionPush>(context, "attention", 4)),
-      windowed_attention_(pipeline<WindowedAttentionPush>(context, "windowed_attention", 3)),
-      max_pool2x2_(pipeline<MaxPoolPush>(context, "max_pool2x2", 2)),
-      add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, "add_upsampled_nearest2x", 2)),
-      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, "hwc_to_nchw", 2)),
-      conv2d_to_hwc_(pipeline<ConvPush>(context, "conv2d_to_hwc", 4)),
-      add_periodic_(pipeline<AddPeriodicPush>(context, "add_periodic", 3)) {}
+      precision_(supported(context, precision)),
+      tiled_(context.tiled_kernels()),
+      matmul_(pipeline<MatmulPush>(context, precision_, "matmul", 4)),
+      matmul_tiled_(pipeline<MatmulPush>(context, precision_, "matmul_tiled", 4)),
+      layer_norm_rows_(pipeline<LayerNormPush>(context, precision_, "layer_norm_rows", 4)),
+      softmax_rows_(pipeline<SoftmaxPush>(context, precision_, "softmax_rows", 1)),
+      attention_(pipeline<AttentionPush>(context, precision_, "attention", 4)),
+      attention_tiled_(pipeline<AttentionPush>(context, precision_, "attention_tiled", 4)),
+      windowed_attention_(pipeline<WindowedAttentionPush>(context, precision_, "windowed_attention", 3)),
+      max_pool2x2_(pipeline<MaxPoolPush>(context, precision_, "max_pool2x2", 2)),
+      add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, precision_, "add_upsampled_nearest2x", 2)),
+      hwc_to_nchw_(pipeline<HwcToNchwPush>(context, precision_, "hwc_to_nchw", 2)),
+      conv2d_to_hwc_(pipeline<ConvPush>(context, precision_, "conv2d_to_hwc", 4)),
+      add_periodic_(pipeline<AddPeriodicPush>(context, precision_, "add_periodic", 3)) {}
+
+// The range starts at the aligned byte offset at or below the elements; `base`
+// is where they start inside it, in elements (a push constant of the kernel).
+struct VulkanOps::Bound {
+  BufferRange range;
+  uint32_t base = 0;
+};
+
+VulkanOps::Bound VulkanOps::bind(const DeviceElements& operand, uint64_t first, uint64_t count, const std::string& op,
+                                 const char* name) const {
+  const std::string what = op + ": operand '" + name + "' ";
+  const uint64_t bytes = element_bytes();
+  if (operand.buffer == nullptr) throw Error(what + "has no buffer");
+  if (operand.offset + operand.count > operand.buffer->bytes() / bytes) {
+    throw Error(what + "lies outside its buffer");
+  }
+  if (count == 0 || first + count > operand.count) {
+    throw Error(what + "holds " + std::to_string(operand.count) + " elements, the kernel needs " +
+                std::to_string(first + count));
+  }
+  const uint64_t alignment = context_.limits().min_storage_buffer_offset_alignment;
+  const uint64_t byte = (operand.offset + first) * bytes;
+  const uint64_t start = byte / alignment * alignment;
+  return {{operand.buffer, start, byte + count * bytes - start}, static_cast<uint32_t>((byte - start) / bytes)};
+}
 
 template <class Push>
 void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
@@ -136,46 +178,48 @@ void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeli
   recorder.dispatch(pipeline, bindings, push, {columns, (groups + columns - 1) / columns, 1});
 }
 
-void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceFloats x, int64_t rows,
-                       DeviceFloats y, Epilogue epilogue) const {
+void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceElements x, int64_t rows,
+                       DeviceElements y, Epilogue epilogue) const {
   const std::string op = "Vulkan linear";
   const int64_t in = layer.in_features, out = layer.out_features;
   if (rows < 1) throw Error(op + ": no rows");
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
-  const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * sizeof(float);
+  const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
+  const uint32_t tile = tiled_ ? kTiledMatmulTile : kMatmulTile;
   const int64_t band = std::min<int64_t>(
       {rows, static_cast<int64_t>(usable / widest_row),
-       static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
+       static_cast<int64_t>(tile) * context_.limits().max_workgroup_count[1]});
   if (band < 1) {
-    throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " floats exceeds the " +
+    throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " elements exceeds the " +
                 std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
   }
-  const Bound weight = bind(context_, all_floats(layer.weight), 0, static_cast<uint64_t>(in * out), op, "weight");
-  const Bound bias = layer.has_bias ? bind(context_, all_floats(layer.bias), 0, static_cast<uint64_t>(out), op, "bias")
+  const uint64_t bytes = element_bytes();
+  const Bound weight = bind(all_elements(layer.weight, bytes), 0, static_cast<uint64_t>(in * out), op, "weight");
+  const Bound bias = layer.has_bias ? bind(all_elements(layer.bias, bytes), 0, static_cast<uint64_t>(out), op, "bias")
                                     : weight;  // bound but not read
   // Every band's operands are checked before the first one is recorded.
-  bind(context_, x, 0, static_cast<uint64_t>(rows * in), op, "x");
-  bind(context_, y, 0, static_cast<uint64_t>(rows * out), op, "y");
+  bind(x, 0, static_cast<uint64_t>(rows * in), op, "x");
+  bind(y, 0, static_cast<uint64_t>(rows * out), op, "y");
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     const int64_t n = std::min(band, rows - r0);
-    const Bound xb = bind(context_, x, static_cast<uint64_t>(r0 * in), static_cast<uint64_t>(n * in), op, "x");
-    const Bound yb = bind(context_, y, static_cast<uint64_t>(r0 * out), static_cast<uint64_t>(n * out), op, "y");
+    const Bound xb = bind(x, static_cast<uint64_t>(r0 * in), static_cast<uint64_t>(n * in), op, "x");
+    const Bound yb = bind(y, static_cast<uint64_t>(r0 * out), static_cast<uint64_t>(n * out), op, "y");
     const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
                           static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
                           static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
-    recorder.dispatch(matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
-                      {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
+    recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
+                      {groups_for(out, tile), groups_for(n, tile), 1});
   }
 }
 
-void VulkanOps::layer_norm_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t channels,
-                                DeviceFloats weight, DeviceFloats bias, float eps, DeviceFloats y) const {
+void VulkanOps::layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t channels,
+                                DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const {
   const std::string op = "Vulkan layer_norm_rows";
   if (rows < 1 || channels < 1) throw Error(op + ": empty input");
   const uint64_t n = static_cast<uint64_t>(rows * channels), c = static_cast<uint64_t>(channels);
-  const Bound xb = bind(context_, x, 0, n, op, "x"), yb = bind(context_, y, 0, n, op, "y");
-  const Bound wb = bind(context_, weight, 0, c, op, "weight"), bb = bind(context_, bias, 0, c, op, "bias");
+  const Bound xb = bind(x, 0, n, op, "x"), yb = bind(y, 0, n, op, "y");
+  const Bound wb = bind(weight, 0, c, op, "weight"), bb = bind(bias, 0, c, op, "bias");
   const LayerNormPush push{u32(rows, op + ": rows"), u32(channels, op + ": channels"), xb.base,
                            static_cast<uint32_t>(channels), wb.base, bb.base, yb.base,
                            static_cast<uint32_t>(channels), eps};
@@ -183,10 +227,10 @@ void VulkanOps::layer_norm_rows(CommandRecorder& recorder, DeviceFloats x, int64
                     {groups_for(rows, kRowGroup), 1, 1});
 }
 
-void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t cols) const {
+void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const {
   const std::string op = "Vulkan softmax_rows";
   if (rows < 1 || cols < 1) throw Error(op + ": empty input");
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(rows * cols), op, "x");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(rows * cols), op, "x");
   const SoftmaxPush push{u32(rows, op + ": rows"), u32(cols, op + ": cols"), xb.base, static_cast<uint32_t>(cols)};
   recorder.dispatch(softmax_rows_, {xb.range}, push, {groups_for(rows, kRowGroup), 1, 1});
 }
@@ -202,21 +246,21 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
     throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
   }
   auto rows_span = [](int64_t rows, int64_t ld, int64_t width) { return static_cast<uint64_t>((rows - 1) * ld + width); };
-  const Bound q = bind(context_, a.q, 0, rows_span(a.nq, a.ldq, width), op, "q");
-  const Bound k = bind(context_, a.k, 0, rows_span(a.nk, a.ldk, width), op, "k");
-  const Bound v = bind(context_, a.v, 0, rows_span(a.nk, a.ldv, width), op, "v");
-  const Bound o = bind(context_, a.out, 0, rows_span(a.nq, a.ldo, width), op, "out");
+  const Bound q = bind(a.q, 0, rows_span(a.nq, a.ldq, width), op, "q");
+  const Bound k = bind(a.k, 0, rows_span(a.nk, a.ldk, width), op, "k");
+  const Bound v = bind(a.v, 0, rows_span(a.nk, a.ldv, width), op, "v");
+  const Bound o = bind(a.out, 0, rows_span(a.nq, a.ldo, width), op, "out");
   const AttentionPush push{u32(a.nq, op + ": nq"), u32(a.nk, op + ": nk"), u32(a.heads, op + ": heads"),
                            static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
                            u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
                            u32(a.ldo, op + ": ldo"), a.scale};
-  recorder.dispatch(attention_, {q.range, k.range, v.range, o.range}, push,
+  recorder.dispatch(tiled_ ? attention_tiled_ : attention_, {q.range, k.range, v.range, o.range}, push,
                     {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
 }
 
-void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, int64_t height, int64_t width,
-                                   int64_t channels, int64_t window, DeviceFloats pad_token, int64_t heads,
-                                   bool q_pool, DeviceFloats out) const {
+void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceElements qkv, int64_t height, int64_t width,
+                                   int64_t channels, int64_t window, DeviceElements pad_token, int64_t heads,
+                                   bool q_pool, DeviceElements out) const {
   const std::string op = "Vulkan windowed_attention";
   if (height < 1 || width < 1 || window < 1 || heads < 1 || channels < 1 || channels % heads != 0 ||
       channels / heads > kMaxHeadDim || (q_pool && window % 2 != 0)) {
@@ -230,14 +274,14 @@ void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, 
       (out_width + out_window - 1) / out_window != window_cols) {
     throw Error(op + ": the pooled grid does not keep the window grid");
   }
-  bind(context_, qkv, 0, static_cast<uint64_t>(height * width * 3 * channels), op, "qkv");
-  bind(context_, out, 0, static_cast<uint64_t>(out_height * out_width * channels), op, "out");
-  const Bound pad_b = bind(context_, pad_token, 0, static_cast<uint64_t>(3 * channels), op, "pad_token");
+  bind(qkv, 0, static_cast<uint64_t>(height * width * 3 * channels), op, "qkv");
+  bind(out, 0, static_cast<uint64_t>(out_height * out_width * channels), op, "out");
+  const Bound pad_b = bind(pad_token, 0, static_cast<uint64_t>(3 * channels), op, "pad_token");
   // Bands of whole window rows whose bindings fit: no window crosses a band, and
   // only the last band ends in padding rows, as the whole grid does.
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
-  const uint64_t window_row_bytes = static_cast<uint64_t>(window * width * 3 * channels) * sizeof(float);
+  const uint64_t window_row_bytes = static_cast<uint64_t>(window * width * 3 * channels) * element_bytes();
   const int64_t band = std::min<int64_t>(window_rows, static_cast<int64_t>(usable / window_row_bytes));
   if (band < 1) {
     throw Error(op + ": one row of windows (" + std::to_string(window_row_bytes) + " bytes of qkv) exceeds the " +
@@ -248,9 +292,9 @@ void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, 
     const int64_t n = std::min(band, window_rows - r0);
     const int64_t y0 = r0 * window, rows = std::min(height, (r0 + n) * window) - y0;
     const int64_t oy0 = r0 * out_window, out_rows = std::min(out_height, (r0 + n) * out_window) - oy0;
-    const Bound qkv_b = bind(context_, qkv, static_cast<uint64_t>(y0 * width * 3 * channels),
+    const Bound qkv_b = bind(qkv, static_cast<uint64_t>(y0 * width * 3 * channels),
                              static_cast<uint64_t>(rows * width * 3 * channels), op, "qkv");
-    const Bound out_b = bind(context_, out, static_cast<uint64_t>(oy0 * out_width * channels),
+    const Bound out_b = bind(out, static_cast<uint64_t>(oy0 * out_width * channels),
                              static_cast<uint64_t>(out_rows * out_width * channels), op, "out");
     const WindowedAttentionPush push{static_cast<uint32_t>(rows), u32(width, op + ": width"),
                                      u32(channels, op + ": channels"), static_cast<uint32_t>(heads),
@@ -263,16 +307,16 @@ void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, 
   }
 }
 
-void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
-                            int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceFloats y) const {
+void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceElements x, int64_t n, int64_t height, int64_t width,
+                            int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceElements y) const {
   const std::string op = "Vulkan max_pool2x2";
   if (n < 1 || height < 2 || width < 2 || channels < 1 || channel_offset < 0 ||
       channel_offset + channels > total_channels) {
     throw Error(op + ": bad shape or channel range");
   }
   const int64_t out_height = height / 2, out_width = width / 2, count = n * out_height * out_width * channels;
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(n * height * width * total_channels), op, "x");
-  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(n * height * width * total_channels), op, "x");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
   const MaxPoolPush push{u32(count, op + ": size"), u32(height, op + ": height"), u32(width, op + ": width"),
                          u32(total_channels, op + ": channels"), static_cast<uint32_t>(channel_offset),
                          static_cast<uint32_t>(channels), static_cast<uint32_t>(out_height),
@@ -280,33 +324,33 @@ void VulkanOps::max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n
   dispatch_elements(recorder, max_pool2x2_, {xb.range, yb.range}, push, count);
 }
 
-void VulkanOps::add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse,
+void VulkanOps::add_upsampled_nearest2x(CommandRecorder& recorder, DeviceElements x, DeviceElements coarse,
                                         int64_t height, int64_t width, int64_t channels) const {
   const std::string op = "Vulkan add_upsampled_nearest2x";
   if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
   const int64_t count = 4 * height * width * channels;
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
-  const Bound cb = bind(context_, coarse, 0, static_cast<uint64_t>(height * width * channels), op, "coarse");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound cb = bind(coarse, 0, static_cast<uint64_t>(height * width * channels), op, "coarse");
   const UpsampleAddPush push{u32(count, op + ": size"), u32(width, op + ": width"), u32(channels, op + ": channels"),
                              xb.base, cb.base};
   dispatch_elements(recorder, add_upsampled_nearest2x_, {xb.range, cb.range}, push, count);
 }
 
-void VulkanOps::hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width,
-                            int64_t channels, DeviceFloats y) const {
+void VulkanOps::hwc_to_nchw(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
+                            int64_t channels, DeviceElements y) const {
   const std::string op = "Vulkan hwc_to_nchw";
   if (height < 1 || width < 1 || channels < 1) throw Error(op + ": empty map");
   const int64_t count = height * width * channels;
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
-  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
   const HwcToNchwPush push{u32(count, op + ": size"), u32(height * width, op + ": pixels"),
                            u32(channels, op + ": channels"), xb.base, yb.base};
   dispatch_elements(recorder, hwc_to_nchw_, {xb.range, yb.range}, push, count);
 }
 
-void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t in_channels, int64_t height,
-                              int64_t width, DeviceFloats weight, DeviceFloats bias, int64_t out_channels,
-                              int64_t kernel, int64_t stride, int64_t padding, DeviceFloats y) const {
+void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceElements x, int64_t in_channels, int64_t height,
+                              int64_t width, DeviceElements weight, DeviceElements bias, int64_t out_channels,
+                              int64_t kernel, int64_t stride, int64_t padding, DeviceElements y) const {
   const std::string op = "Vulkan conv2d_to_hwc";
   if (in_channels < 1 || height < 1 || width < 1 || out_channels < 1 || kernel < 1 || stride < 1 || padding < 0) {
     throw Error(op + ": bad shape");
@@ -315,11 +359,11 @@ void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t
   const int64_t out_width = (width + 2 * padding - kernel) / stride + 1;
   if (out_height < 1 || out_width < 1) throw Error(op + ": the kernel is larger than the padded image");
   const int64_t count = out_height * out_width * out_channels;
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(in_channels * height * width), op, "x");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(in_channels * height * width), op, "x");
   const Bound wb =
-      bind(context_, weight, 0, static_cast<uint64_t>(out_channels * in_channels * kernel * kernel), op, "weight");
-  const Bound bb = bind(context_, bias, 0, static_cast<uint64_t>(out_channels), op, "bias");
-  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+      bind(weight, 0, static_cast<uint64_t>(out_channels * in_channels * kernel * kernel), op, "weight");
+  const Bound bb = bind(bias, 0, static_cast<uint64_t>(out_channels), op, "bias");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
   const ConvPush push{u32(count, op + ": size"),    u32(in_channels, op + ": channels"),
                       u32(height, op + ": height"), u32(width, op + ": width"),
                       u32(out_channels, op + ": out channels"), u32(kernel, op + ": kernel"),
@@ -328,16 +372,16 @@ void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t
   dispatch_elements(recorder, conv2d_to_hwc_, {xb.range, wb.range, bb.range, yb.range}, push, count);
 }
 
-void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceFloats x, DeviceFloats addend, int64_t period,
-                             int64_t count, DeviceFloats y) const {
+void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceElements x, DeviceElements addend, int64_t period,
+                             int64_t count, DeviceElements y) const {
   const std::string op = "Vulkan add_periodic";
   const bool has_addend = addend.buffer != nullptr;
   if (count < 1 || (has_addend && (period < 1 || count % period != 0))) {
     throw Error(op + ": " + std::to_string(count) + " values are not whole periods of " + std::to_string(period));
   }
-  const Bound xb = bind(context_, x, 0, static_cast<uint64_t>(count), op, "x");
-  const Bound ab = has_addend ? bind(context_, addend, 0, static_cast<uint64_t>(period), op, "addend") : xb;
-  const Bound yb = bind(context_, y, 0, static_cast<uint64_t>(count), op, "y");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(count), op, "x");
+  const Bound ab = has_addend ? bind(addend, 0, static_cast<uint64_t>(period), op, "addend") : xb;
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
   const AddPeriodicPush push{u32(count, op + ": size"), has_addend ? u32(period, op + ": period") : 1u,
                              has_addend ? 1u : 0u, xb.base, ab.base, yb.base};
   dispatch_elements(recorder, add_periodic_, {xb.range, ab.range, yb.range}, push, count);

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "backends/device_precision.h"
 #include "backends/vulkan/command_recorder.h"
 #include "backends/vulkan/compute_pipeline.h"
 #include "backends/vulkan/device_buffer.h"
@@ -10,14 +12,28 @@
 
 namespace sam2rt {
 
-// Floats [offset, offset + count) of a device buffer: one operand of a kernel.
-struct DeviceFloats {
+// Elements [offset, offset + count) of a device buffer: one operand of a kernel.
+// An element is a float, or a half on an fp16 backend (VulkanOps::element_bytes).
+struct DeviceElements {
   const DeviceBuffer* buffer = nullptr;
-  uint64_t offset = 0;  // in floats
+  uint64_t offset = 0;  // in elements
   uint64_t count = 0;
 };
 
-inline DeviceFloats all_floats(const DeviceBuffer& buffer) { return {&buffer, 0, buffer.bytes() / sizeof(float)}; }
+inline DeviceElements all_elements(const DeviceBuffer& buffer, uint64_t element_bytes = sizeof(float)) {
+  return {&buffer, 0, buffer.bytes() / element_bytes};
+}
+
+// Bytes of one stored element.
+inline uint64_t element_bytes(DevicePrecision precision) { return precision == DevicePrecision::fp16 ? 2 : 4; }
+
+// count floats as the device stores them: in place for fp32, narrowed to halves
+// (round to nearest even) for fp16.
+void upload_elements(DeviceBuffer& buffer, DevicePrecision precision, const float* values, uint64_t count,
+                     uint64_t element_offset);
+// The inverse: count stored elements widened to floats.
+void download_elements(const DeviceBuffer& buffer, DevicePrecision precision, float* values, uint64_t count,
+                       uint64_t element_offset);
 
 // A Linear layer resident on the device: weight [out, in] (PyTorch layout), bias [out] or none.
 struct DeviceLinear {
@@ -26,64 +42,76 @@ struct DeviceLinear {
   bool has_bias = false;
 };
 
-DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias);
+DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, const Tensor& bias,
+                           DevicePrecision precision = DevicePrecision::fp32);
 
-// Operands of attention(): as kernels/attention.h's AttentionArgs (strides in floats).
+// Operands of attention(): as kernels/attention.h's AttentionArgs (strides in elements).
 struct DeviceAttention {
   int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
-  DeviceFloats q, k, v, out;
+  DeviceElements q, k, v, out;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   float scale = 1.0f;
 };
 
-// The encoder's ops as Vulkan kernels, fp32: the pipelines are built once (per
-// model) and each call records one or more dispatches into a recorder. Each op
-// has the semantics of the CPU kernel named in its comment and is tested
-// against it (tests/vulkan_ops_test.cpp). Shape errors throw Error before
-// anything is recorded.
+// The encoder's ops as Vulkan kernels, on fp32 or fp16 storage (fp32 arithmetic
+// either way): the pipelines are built once (per model) and each call records
+// one or more dispatches into a recorder. Each op has the semantics of the CPU
+// kernel named in its comment and is tested against it
+// (tests/vulkan_ops_test.cpp). Shape errors throw Error before anything is
+// recorded. fp16 needs the device's storageBuffer16BitAccess (Error otherwise).
 class VulkanOps {
  public:
-  explicit VulkanOps(const VulkanContext& context);
+  explicit VulkanOps(const VulkanContext& context, DevicePrecision precision = DevicePrecision::fp32);
+
+  DevicePrecision precision() const { return precision_; }
+  uint64_t element_bytes() const { return sam2rt::element_bytes(precision_); }
 
   // PackedLinear::forward: y[rows, out] (=, GELU of, or += ) x[rows, in] W^T + b,
   // dense rows. Split into bands of rows whose bindings fit max_binding_bytes.
-  void linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceFloats x, int64_t rows, DeviceFloats y,
+  // On GPUs (VulkanContext::tiled_kernels) the shared-memory tiled kernel, same
+  // arithmetic in the same order.
+  void linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceElements x, int64_t rows, DeviceElements y,
               Epilogue epilogue) const;
   // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
-  void layer_norm_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t channels,
-                       DeviceFloats weight, DeviceFloats bias, float eps, DeviceFloats y) const;
+  void layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t channels,
+                       DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
   // softmax_rows, in place on dense [rows, cols].
-  void softmax_rows(CommandRecorder& recorder, DeviceFloats x, int64_t rows, int64_t cols) const;
-  // attention (head_dim a multiple of 4, at most 128).
+  void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const;
+  // attention (head_dim a multiple of 4, at most 128). On GPUs the kernel that
+  // stages keys and values through shared memory, same arithmetic in the same order.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
-  void windowed_attention(CommandRecorder& recorder, DeviceFloats qkv, int64_t height, int64_t width,
-                          int64_t channels, int64_t window, DeviceFloats pad_token, int64_t heads, bool q_pool,
-                          DeviceFloats out) const;
+  void windowed_attention(CommandRecorder& recorder, DeviceElements qkv, int64_t height, int64_t width,
+                          int64_t channels, int64_t window, DeviceElements pad_token, int64_t heads, bool q_pool,
+                          DeviceElements out) const;
   // max_pool2x2_into: x [n, height, width, total_channels], channels
   // [channel_offset, channel_offset + channels) -> y [n, height/2, width/2, channels].
-  void max_pool2x2(CommandRecorder& recorder, DeviceFloats x, int64_t n, int64_t height, int64_t width,
-                   int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceFloats y) const;
+  void max_pool2x2(CommandRecorder& recorder, DeviceElements x, int64_t n, int64_t height, int64_t width,
+                   int64_t total_channels, int64_t channel_offset, int64_t channels, DeviceElements y) const;
   // add_upsampled_nearest2x_inplace: x [2 * height, 2 * width, channels] +=
   // nearest 2x upsampling of coarse [height, width, channels].
-  void add_upsampled_nearest2x(CommandRecorder& recorder, DeviceFloats x, DeviceFloats coarse, int64_t height,
+  void add_upsampled_nearest2x(CommandRecorder& recorder, DeviceElements x, DeviceElements coarse, int64_t height,
                                int64_t width, int64_t channels) const;
   // hwc_to_nchw: x [height, width, channels] -> y [1, channels, height, width].
-  void hwc_to_nchw(CommandRecorder& recorder, DeviceFloats x, int64_t height, int64_t width, int64_t channels,
-                   DeviceFloats y) const;
+  void hwc_to_nchw(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width, int64_t channels,
+                   DeviceElements y) const;
   // conv2d_to_hwc: x [1, in_channels, height, width], weight [out_channels,
   // in_channels, kernel, kernel], bias [out_channels] -> y [OH, OW, out_channels].
-  void conv2d_to_hwc(CommandRecorder& recorder, DeviceFloats x, int64_t in_channels, int64_t height, int64_t width,
-                     DeviceFloats weight, DeviceFloats bias, int64_t out_channels, int64_t kernel, int64_t stride,
-                     int64_t padding, DeviceFloats y) const;
+  void conv2d_to_hwc(CommandRecorder& recorder, DeviceElements x, int64_t in_channels, int64_t height, int64_t width,
+                     DeviceElements weight, DeviceElements bias, int64_t out_channels, int64_t kernel, int64_t stride,
+                     int64_t padding, DeviceElements y) const;
   // y[i] = x[i] + addend[i % period] for i < count (add_channel_vector_inplace,
   // the position-embedding add); without an addend (buffer null) a copy. x and y
-  // may be the same floats.
-  void add_periodic(CommandRecorder& recorder, DeviceFloats x, DeviceFloats addend, int64_t period, int64_t count,
-                    DeviceFloats y) const;
+  // may be the same elements.
+  void add_periodic(CommandRecorder& recorder, DeviceElements x, DeviceElements addend, int64_t period, int64_t count,
+                    DeviceElements y) const;
 
  private:
+  // A kernel's binding of elements [first, first + count) of an operand.
+  struct Bound;
+  Bound bind(const DeviceElements& operand, uint64_t first, uint64_t count, const std::string& op,
+             const char* name) const;
   // Records an elementwise kernel over `count` values as a 2D grid of groups
   // where one row of them would exceed the device's count.
   template <class Push>
@@ -91,8 +119,10 @@ class VulkanOps {
                          std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const;
 
   const VulkanContext& context_;
-  ComputePipeline matmul_, layer_norm_rows_, softmax_rows_, attention_, windowed_attention_, max_pool2x2_,
-      add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
+  DevicePrecision precision_;
+  bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
+  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_,
+      windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
 };
 
 }  // namespace sam2rt

@@ -17,6 +17,6 @@ namespace {
 
 std::string vulkan_device_description(int) { no_vulkan(); }
 
-std::shared_ptr<Backend> make_vulkan_backend(int) { no_vulkan(); }
+std::shared_ptr<Backend> make_vulkan_backend(int, DevicePrecision) { no_vulkan(); }
 
 }  // namespace sam2rt

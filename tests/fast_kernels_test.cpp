@@ -1,6 +1,7 @@
 // The encoder's fast kernels (every SIMD path the CPU has, the oneDNN matmul
 // wrapper, the buffer pool) against plain references.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -194,6 +195,46 @@ TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
   }
   EXPECT_THROW(bf16.forward(x.data(), rows, y.data()), Error);
   EXPECT_THROW(PackedLinear(w, random_tensor({3}, 9), Precision::fp32), Error);
+}
+
+// Large GEMMs run as row chunks on the OpenMP threads (one primitive for the
+// full chunks, one for the shorter last chunk), several at once: every row,
+// first to last, must come out as the reference has it, with each epilogue, at
+// 1 and 2 threads. The inner size is large enough for oneDNN to want scratch
+// memory (shared between threads, it garbled rows). Tolerance: float rounding
+// of the sum of |x w| terms.
+TEST(FastKernels, PackedLinearSplitIntoRowChunksMatchesReference) {
+  const int64_t rows = 520, in = 1536, out = 384;
+  const Tensor w = random_tensor({out, in}, 11), b = random_tensor({out}, 12), x = random_tensor({rows, in}, 13);
+  const Tensor residual = random_tensor({rows, out}, 14);
+  Tensor plain({rows, out}), magnitude({rows, out});
+  gemm_reference({.m = rows, .n = out, .k = in, .a = x.data(), .lda = in, .b = w.data(), .ldb = in,
+                  .b_transposed = true, .c = plain.data(), .ldc = out});
+  Tensor abs_x = x.clone(), abs_w = w.clone();
+  for (int64_t i = 0; i < abs_x.numel(); ++i) abs_x[i] = std::fabs(abs_x[i]);
+  for (int64_t i = 0; i < abs_w.numel(); ++i) abs_w[i] = std::fabs(abs_w[i]);
+  gemm_reference({.m = rows, .n = out, .k = in, .a = abs_x.data(), .lda = in, .b = abs_w.data(), .ldb = in,
+                  .b_transposed = true, .c = magnitude.data(), .ldc = out});
+  for (int64_t i = 0; i < plain.numel(); ++i) plain[i] += b[i % out];
+  const PackedLinear fp32(w, b, Precision::fp32);
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {2, 1}) {
+    omp_set_num_threads(threads);
+    for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
+      Tensor y = e == Epilogue::accumulate ? residual.clone() : Tensor({rows, out});
+      fp32.forward(x.data(), rows, y.data(), e);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        const double v = plain[i];
+        const double expected = e == Epilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                                : e == Epilogue::accumulate ? v + residual[i]
+                                                            : v;
+        if (!(std::fabs(y[i] - expected) <= 1e-6 * (magnitude[i] + 1.0) + 2e-6 * std::fabs(expected))) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << threads << " threads, epilogue " << static_cast<int>(e);
+    }
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 TEST(FastKernels, PrecisionNamesRoundTripAndOthersAreRefused) {

@@ -5,10 +5,19 @@ Mirrors the official ``sam2`` package: ``build_sam2``, ``SAM2ImagePredictor`` an
 the same shapes and dtypes.
 """
 
-from ._sam2rt import EngineError, get_num_threads, set_num_threads
-from .automatic_mask_generator import SAM2AutomaticMaskGenerator
-from .build_sam import SAM2Model, build_sam2, build_sam2_hf
-from .sam2_image_predictor import SAM2ImagePredictor
+import os
+
+# libgomp spins up to milliseconds at every barrier by default, holding a core
+# that a working thread needs when the machine is shared (Dask workers,
+# servers); 10000 spins keep a quiet machine's speed. libgomp reads this once,
+# when it is loaded: only if nothing loaded it before us and the user chose nothing.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "10000"
+
+from ._sam2rt import EngineError, get_num_threads, set_num_threads  # noqa: E402
+from .automatic_mask_generator import SAM2AutomaticMaskGenerator  # noqa: E402
+from .build_sam import SAM2Model, build_sam2, build_sam2_hf  # noqa: E402
+from .sam2_image_predictor import SAM2ImagePredictor  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -11,9 +11,10 @@ namespace {
 // dst[j, i] = src[i, j] for a rows x cols matrix, in cache-sized tiles. The
 // inner loop writes consecutive addresses: strided writes across far-apart rows
 // would touch a new page per element.
+// Tiles go to whichever thread is free (fair on a shared machine).
 void transpose(const float* src, float* dst, int64_t rows, int64_t cols) {
   constexpr int64_t kTile = 64;
-#pragma omp parallel for collapse(2) schedule(static) if (rows * cols > (1 << 16))
+#pragma omp parallel for collapse(2) schedule(dynamic, 8) if (rows * cols > (1 << 16))
   for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
     for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
       const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);

@@ -1,9 +1,16 @@
 #include "kernels/matmul.h"
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <cstddef>
+#include <exception>
 #include <map>
+#include <memory>
+#include <new>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -26,7 +33,59 @@ dnnl::stream& thread_stream() {
   return stream;
 }
 
+// The calling thread's scratchpad for oneDNN, at least `bytes` long, aligned to
+// a page; kept for the thread's lifetime and only ever grown.
+void* thread_scratchpad(size_t bytes) {
+  constexpr size_t kAlignment = 4096;
+  struct AlignedFree {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlignment}); }
+  };
+  thread_local std::unique_ptr<std::byte[], AlignedFree> buffer;
+  thread_local size_t size = 0;
+  if (bytes > size) {
+    buffer.reset(new (std::align_val_t{kAlignment}) std::byte[bytes]);
+    size = bytes;
+  }
+  return buffer.get();
+}
+
 memory::data_type gemm_type(Precision p) { return p == Precision::bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
+
+size_t element_bytes(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
+
+// Large GEMMs are split into row chunks handed out to the OpenMP threads one at
+// a time (schedule dynamic), each chunk a single-threaded primitive. oneDNN's
+// own split is static: with another busy thread on the machine, the thread that
+// shares its core runs at half speed and its partner waits for it at the end of
+// every GEMM. About this many chunks per thread; none smaller than the minimum,
+// all but the last a multiple of kChunkRowsMultiple (oneDNN's row blocks).
+constexpr int64_t kChunksPerThread = 8;
+constexpr int64_t kMinChunkRows = 64;
+constexpr int64_t kChunkRowsMultiple = 32;
+
+// Rows per chunk for `rows` rows on `threads` threads, or 0 when the GEMM is
+// too small to be worth splitting (oneDNN's own parallel split is used then).
+int64_t chunk_rows(int64_t rows, int threads) {
+  if (threads < 2) return 0;
+  const int64_t target = (rows + threads * kChunksPerThread - 1) / (threads * kChunksPerThread);
+  const int64_t chunk =
+      std::max(kMinChunkRows, (target + kChunkRowsMultiple - 1) / kChunkRowsMultiple * kChunkRowsMultiple);
+  return rows >= 2 * threads * chunk ? chunk : 0;
+}
+
+// oneDNN sizes a primitive's work split for the OpenMP thread count in effect
+// when it is made; a chunk's primitive is made with that count set to 1 for the
+// calling thread, and it is restored on the way out.
+class OneThreadForPrimitives {
+ public:
+  OneThreadForPrimitives() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneThreadForPrimitives() { omp_set_num_threads(saved_); }
+  OneThreadForPrimitives(const OneThreadForPrimitives&) = delete;
+  OneThreadForPrimitives& operator=(const OneThreadForPrimitives&) = delete;
+
+ private:
+  int saved_;
+};
 
 }  // namespace
 
@@ -57,6 +116,7 @@ bool bf16_matmul_supported() {
 struct PackedLinear::Entry {
   dnnl::matmul primitive;
   memory weights;  // in the primitive's layout
+  memory::desc scratchpad;
 };
 
 struct PackedLinear::Kernels {
@@ -64,7 +124,8 @@ struct PackedLinear::Kernels {
   memory plain_weights;  // W^T [in, out] as float32: a strided view of `weight`, no copy
   memory bias_memory;
   std::mutex mutex;
-  std::map<std::tuple<int64_t, bool, Epilogue>, Entry> entries;
+  // Key: rows, bfloat16 output, epilogue, made for one thread (a row chunk).
+  std::map<std::tuple<int64_t, bool, Epilogue, bool>, Entry> entries;
 };
 
 PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, Precision precision)
@@ -88,20 +149,26 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, Precision p
   }
 }
 
-const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epilogue epilogue) const {
+const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epilogue epilogue,
+                                               bool one_thread) const {
   Kernels& k = *kernels_;
-  const auto key = std::make_tuple(rows, bf16_out, epilogue);
+  const auto key = std::make_tuple(rows, bf16_out, epilogue, one_thread);
   auto it = k.entries.find(key);
   if (it != k.entries.end()) return it->second;
+  std::optional<OneThreadForPrimitives> one_thread_scope;
+  if (one_thread) one_thread_scope.emplace();
 
   dnnl::engine& engine = cpu_engine();
   const memory::data_type type = gemm_type(precision_);
   const memory::desc src({rows, in_}, type, memory::format_tag::ab);
-  // float32 reads the weights where they are: a blocked copy measured < 2% faster
-  // on the Tiny encoder, not worth a second copy of every weight in memory nor
-  // the time to make it at load. bfloat16 needs a converted copy anyway, so that
-  // one goes straight into the layout the primitive likes.
-  const memory::desc weights = precision_ == Precision::fp32
+  // A whole float32 GEMM reads the weights where they are. A row chunk's
+  // primitive would copy (transpose) all of them on every call, which made the
+  // chunked GEMMs slower than oneDNN's own split, so chunks read one blocked
+  // copy, made on first use (Tiny fp32: +88 MB peak RSS; measured faster than
+  // the plain weights also with the machine to ourselves). bfloat16 needs a
+  // converted copy anyway, so that one goes straight into the layout the
+  // primitive likes.
+  const memory::desc weights = precision_ == Precision::fp32 && !one_thread
                                    ? k.plain_weights.get_desc()
                                    : memory::desc({in_, out_}, type, memory::format_tag::any);
   const memory::desc dst({rows, out_}, bf16_out ? memory::data_type::bf16 : memory::data_type::f32,
@@ -111,6 +178,10 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   if (epilogue == Epilogue::accumulate) post_ops.append_sum(1.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(post_ops);
+  // oneDNN's own scratchpad belongs to the thread that made the primitive; the
+  // row chunks run one primitive on several threads at once, so every call
+  // brings its thread's own (thread_scratchpad).
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc desc = k.bias_memory ? dnnl::matmul::desc(src, weights, k.bias_memory.get_desc(), dst)
                                                 : dnnl::matmul::desc(src, weights, dst);
   dnnl::matmul::primitive_desc pd;
@@ -121,7 +192,7 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
                 ")" + (precision_ == Precision::bf16 ? "; bf16 needs AVX-512: use --precision fp32" : ""));
   }
 
-  Entry entry{dnnl::matmul(pd), memory()};
+  Entry entry{dnnl::matmul(pd), memory(), pd.scratchpad_desc()};
   if (pd.weights_desc() == k.plain_weights.get_desc()) entry.weights = k.plain_weights;
   // Entries with the same weight layout share one converted copy.
   for (const auto& [other_key, other] : k.entries) {
@@ -138,20 +209,52 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
 void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const {
   if (!kernels_) throw Error("linear: layer used before it was built");
   if (rows == 0) return;
-  const Entry* e = nullptr;
+  const int64_t chunk = omp_in_parallel() ? 0 : chunk_rows(rows, omp_get_max_threads());
+  if (chunk == 0) {
+    const Entry* whole = nullptr;
+    {
+      std::lock_guard lock(kernels_->mutex);
+      whole = &entry(rows, bf16_out, epilogue, false);
+    }
+    run_rows(*whole, x, rows, y, bf16_out);
+    return;
+  }
+  const int64_t chunks = (rows + chunk - 1) / chunk, tail = rows - (chunks - 1) * chunk;
+  const Entry *full = nullptr, *last = nullptr;
   {
     std::lock_guard lock(kernels_->mutex);
-    e = &entry(rows, bf16_out, epilogue);
+    full = &entry(chunk, bf16_out, epilogue, true);
+    last = &entry(tail, bf16_out, epilogue, true);
   }
+  const size_t x_row_bytes = static_cast<size_t>(in_) * element_bytes(gemm_type(precision_));
+  const size_t y_row_bytes = static_cast<size_t>(out_) * (bf16_out ? 2 : 4);
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t first_row = static_cast<size_t>(c * chunk);
+    try {
+      run_rows(c + 1 < chunks ? *full : *last, static_cast<const char*>(x) + first_row * x_row_bytes,
+               c + 1 < chunks ? chunk : tail, static_cast<char*>(y) + first_row * y_row_bytes, bf16_out);
+    } catch (...) {
+#pragma omp critical(packed_linear_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const {
   dnnl::engine& engine = cpu_engine();
   const memory::data_type type = gemm_type(precision_);
   memory src({{rows, in_}, type, memory::format_tag::ab}, engine, const_cast<void*>(x));
   memory dst({{rows, out_}, bf16_out ? memory::data_type::bf16 : memory::data_type::f32, memory::format_tag::ab},
              engine, y);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->weights}, {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, dst}};
   if (kernels_->bias_memory) args.emplace(DNNL_ARG_BIAS, kernels_->bias_memory);
-  e->primitive.execute(thread_stream(), args);
+  if (e.scratchpad.get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine, thread_scratchpad(e.scratchpad.get_size())));
+  }
+  e.primitive.execute(thread_stream(), args);
   thread_stream().wait();
 }
 

@@ -33,7 +33,8 @@ enum class Epilogue {
 // copies nothing); bf16 converts it ONCE, on first use, into the blocked layout
 // the primitive wants. x and y are dense row-major. In bf16 precision x is
 // bfloat16 (uint16_t); y is float or bfloat16 as asked. Thread-safe; calls run
-// on the OpenMP threads.
+// on the OpenMP threads, large ones as row chunks handed out dynamically (fair
+// to a machine shared with other busy threads).
 class PackedLinear {
  public:
   PackedLinear() = default;
@@ -51,8 +52,10 @@ class PackedLinear {
  private:
   struct Kernels;
   struct Entry;
-  const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue) const;  // kernels_->mutex held
+  // kernels_->mutex held. one_thread: a primitive for one row chunk, run by one thread.
+  const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue, bool one_thread) const;
   void run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const;
+  void run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const;
 
   int64_t in_ = 0, out_ = 0;
   Precision precision_ = Precision::fp32;

@@ -46,25 +46,28 @@ template <int Lanes, class Out>
 
 // Each path holds its own OpenMP loop: GCC outlines a parallel region before
 // inlining, and the outlined body keeps the target of the function it is in.
+// Rows go out 64 at a time to whichever thread is free (dynamic): on a shared
+// machine a thread that shares its core with another program runs slower, and
+// a static split would make the others wait for it.
 template <class Out>
 [[gnu::target("avx512f,avx512bw,avx512vl")]] void layer_norm_avx512(const float* x, int64_t ldx, int64_t rows,
                                                                    int64_t c, const float* w, const float* b,
                                                                    float eps, Out* y, int64_t ldy) {
-#pragma omp parallel for schedule(static) if (rows > 64)
+#pragma omp parallel for schedule(dynamic, 64) if (rows > 64)
   for (int64_t r = 0; r < rows; ++r) layer_norm_row<16>(x + r * ldx, c, w, b, eps, y + r * ldy);
 }
 
 template <class Out>
 [[gnu::target("avx2,fma")]] void layer_norm_avx2(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w,
                                                  const float* b, float eps, Out* y, int64_t ldy) {
-#pragma omp parallel for schedule(static) if (rows > 64)
+#pragma omp parallel for schedule(dynamic, 64) if (rows > 64)
   for (int64_t r = 0; r < rows; ++r) layer_norm_row<8>(x + r * ldx, c, w, b, eps, y + r * ldy);
 }
 
 template <class Out>
 void layer_norm_baseline(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w, const float* b,
                          float eps, Out* y, int64_t ldy) {
-#pragma omp parallel for schedule(static) if (rows > 64)
+#pragma omp parallel for schedule(dynamic, 64) if (rows > 64)
   for (int64_t r = 0; r < rows; ++r) layer_norm_row<4>(x + r * ldx, c, w, b, eps, y + r * ldy);
 }
 

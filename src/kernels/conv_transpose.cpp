@@ -71,9 +71,15 @@ void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int
     throw Error("conv_transpose_2x2_stride2_hwc: " + std::to_string(cin) + " input channels do not match taps " +
                 shape_to_string(weight_taps.shape()) + " / bias " + shape_to_string(bias.shape()));
   }
-  gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
-        .b_transposed = false, .c = scratch, .ldc = row_taps});
+  conv_transpose_2x2_taps_hwc(x, rows, w, cin, weight_taps, scratch);
   scatter_2x2_taps(scratch, rows, w, cout, bias.empty() ? nullptr : bias.data(), add, out);
+}
+
+void conv_transpose_2x2_taps_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
+                                 float* taps) {
+  const int64_t row_taps = weight_taps.dim(1);
+  gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
+        .b_transposed = false, .c = taps, .ldc = row_taps});
 }
 
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -15,8 +15,8 @@ namespace {
 // tokens per head for a one-point or box prompt (what segment-everything runs).
 constexpr int64_t kFastHeadDim = 16, kFastPerHead = 8;
 
-bool fits_fast_path(const HeadDotsArgs& a) {
-  return a.head_dim == kFastHeadDim && a.per_head == kFastPerHead && a.heads % 2 == 0 &&
+bool fits_fast_path(int64_t heads, int64_t head_dim, int64_t per_head) {
+  return head_dim == kFastHeadDim && per_head == kFastPerHead && heads % 2 == 0 &&
          best_simd_level() >= SimdLevel::avx512;
 }
 
@@ -85,8 +85,7 @@ bool fits_fast_path(const HeadDotsArgs& a) {
 }  // namespace
 
 void head_weighted_sums(const HeadWeightedSumsArgs& a) {
-  if (a.head_dim == kFastHeadDim && a.per_head == kFastPerHead && a.heads % 2 == 0 &&
-      best_simd_level() >= SimdLevel::avx512) {
+  if (fits_fast_path(a.heads, a.head_dim, a.per_head)) {
     head_weighted_sums_two_heads_avx512(a);
     return;
   }
@@ -121,7 +120,7 @@ void head_weighted_sums_reference(const HeadWeightedSumsArgs& a) {
 }
 
 void head_dots(const HeadDotsArgs& a) {
-  if (fits_fast_path(a) && a.heads <= 64) {
+  if (fits_fast_path(a.heads, a.head_dim, a.per_head) && a.heads <= 64) {
     head_dots_two_heads_avx512(a);
     return;
   }

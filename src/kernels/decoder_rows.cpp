@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/norm.h"
 #include "kernels/simd.h"
@@ -166,24 +165,20 @@ void center_rows(float* x, int64_t rows, int64_t c) {
 void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, const float* bias, const float* add,
                       float* out) {
   static const SimdLevel level = best_simd_level();
-  // Both dx taps of a dy are adjacent in the taps row and in the output row: one
-  // run of 2 * cout values per input pixel and dy, with the bias repeated twice.
-  const int64_t run = 2 * cout;
-  std::vector<float> bias_twice;
-  if (bias != nullptr) {
-    bias_twice.assign(bias, bias + cout);
-    bias_twice.insert(bias_twice.end(), bias, bias + cout);
-  }
   const ScatterRun scatter = level == SimdLevel::avx512 ? scatter_run_avx512
                              : level == SimdLevel::avx2 ? scatter_run_avx2
                                                         : scatter_run_baseline;
+  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx): one run of cout values
+  // per input pixel and tap.
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t dy = 0; dy < 2; ++dy) {
       const int64_t first = (2 * i + dy) * 2 * w * cout;
-      for (int64_t j = 0; j < w; ++j) {
-        scatter(taps + ((i * w + j) * 4 + dy * 2) * cout, bias != nullptr ? bias_twice.data() : nullptr,
-                add != nullptr ? add + first + j * run : nullptr, run, out + first + j * run);
-      }
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t dx = 0; dx < 2; ++dx) {
+          const int64_t pixel = first + (2 * j + dx) * cout;
+          scatter(taps + ((i * w + j) * 4 + dy * 2 + dx) * cout, bias, add != nullptr ? add + pixel : nullptr, cout,
+                  out + pixel);
+        }
     }
 }
 

@@ -121,6 +121,24 @@ struct FactoredImageRows {
   const Tensor& values_const;   // [D], v_proj bias included
 };
 
+// mixed[T, D] += the probability-weighted rows of values [HW, D] (times row_scale
+// when given), probs [HW, heads * T] one image row per row; heads in pairs shared
+// by `threads` workers.
+void add_weighted_values(const Tensor& probs, int64_t t, int64_t heads, const float* row_scale, const Tensor& values,
+                         Tensor& mixed, int threads) {
+  const int64_t n = probs.dim(0), pairs = probs.dim(1), width = values.dim(1), head_dim = width / heads;
+  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
+  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t step = s0; step < s1; ++step) {
+      const int64_t h = step * heads_per_step;
+      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
+                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = row_scale,
+                          .x = values.data() + h * head_dim, .ldx = width, .out = mixed.data() + h * head_dim,
+                          .ldo = width});
+    }
+  });
+}
+
 // attn (a token -> image attention) of the queries q_in [T, C] over such rows, without
 // forming its [HW, D] keys and values. The probabilities are kept one image row
 // per row ([HW, heads * T], column (h, j) for query j in head h): the scores of a
@@ -162,21 +180,12 @@ Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, co
         .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
   Tensor mixed = Tensor::uninitialized({t, width});
   for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed.data() + j * width);
-  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
-  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t step = s0; step < s1; ++step) {
-      const int64_t h = step * heads_per_step;
-      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
-                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = x.row_scale.data(),
-                          .x = x.values_shared.data() + h * head_dim, .ldx = width,
-                          .out = mixed.data() + h * head_dim, .ldo = width});
-      for (int64_t k = h; k < h + heads_per_step; ++k) {
-        gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + k * t * r, .lda = r,
-              .b = basis_values.data() + k * head_dim, .ldb = width, .b_transposed = false,
-              .c = mixed.data() + k * head_dim, .ldc = width, .accumulate = true});
-      }
-    }
-  });
+  add_weighted_values(probs, t, heads, x.row_scale.data(), x.values_shared, mixed, threads);
+  for (int64_t h = 0; h < heads; ++h) {
+    gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + h * t * r, .lda = r,
+          .b = basis_values.data() + h * head_dim, .ldb = width, .b_transposed = false,
+          .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
+  }
   Tensor out({t, attn.out_proj.out_features()});
   attn.out_proj.apply(mixed.data(), t, out.data());
   return out;
@@ -199,16 +208,7 @@ Tensor attend_projected_rows(const DecoderAttention& attn, const Tensor& q, cons
   });
   softmax_columns(probs.data(), n, pairs, pairs);
   Tensor mixed({t, width});
-  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
-  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t step = s0; step < s1; ++step) {
-      const int64_t h = step * heads_per_step;
-      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
-                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = nullptr,
-                          .x = values.data() + h * head_dim, .ldx = width, .out = mixed.data() + h * head_dim,
-                          .ldo = width});
-    }
-  });
+  add_weighted_values(probs, t, heads, nullptr, values, mixed, threads);
   Tensor out({t, attn.out_proj.out_features()});
   attn.out_proj.apply(mixed.data(), t, out.data());
   return out;

@@ -181,8 +181,7 @@ void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, F
     // the scatter (+ bias + feat_s0) into two rows of the 4E x 4E map, GELU and
     // the mask products.
     const int64_t taps = upscale3_taps_.dim(1), out_rows_pixels = 2 * l;
-    gemm({.m = up1_pixels, .n = taps, .k = up1_c, .a = up1, .lda = up1_c, .b = upscale3_taps_.data(), .ldb = taps,
-          .b_transposed = false, .c = scratch, .ldc = taps});
+    conv_transpose_2x2_taps_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, scratch);
     for (int64_t r = 0; r < up1_rows; ++r) {
       const int64_t first_pixel = (4 * i0 + 2 * r) * l;
       scatter_2x2_taps(scratch + r * 2 * e * taps, 1, 2 * e, up_c, upscale3_b_.data(),

@@ -67,40 +67,44 @@ __attribute__((target("avx2"))) double dot_row_avx2(const float* a, const B* b, 
   return sum;
 }
 
-// One run of scatter_2x2_taps: out = (src + bias) + add, either term optional.
+// One run of scatter_2x2_taps: both dx taps of an input pixel and dy, adjacent in
+// the taps and in the output row: out = (src + bias) + add over 2 x cout values,
+// the same bias for each tap, either term optional.
 template <int Lanes>
-[[gnu::always_inline]] inline void scatter_run_body(const float* src, const float* bias, const float* add, int64_t n,
-                                                    float* out) {
+[[gnu::always_inline]] inline void scatter_run_body(const float* src, const float* bias, const float* add,
+                                                    int64_t cout, float* out) {
   using V = typename simd::Types<Lanes>::F;
-  int64_t k = 0;
-  for (; k + Lanes <= n; k += Lanes) {
-    V v = simd::load<V>(src + k);
-    if (bias != nullptr) v += simd::load<V>(bias + k);
-    if (add != nullptr) v += simd::load<V>(add + k);
-    simd::store(out + k, v);
-  }
-  for (; k < n; ++k) {
-    float v = src[k];
-    if (bias != nullptr) v += bias[k];
-    if (add != nullptr) v += add[k];
-    out[k] = v;
+  for (int64_t dx = 0; dx < 2; ++dx, src += cout, out += cout, add = add != nullptr ? add + cout : nullptr) {
+    int64_t k = 0;
+    for (; k + Lanes <= cout; k += Lanes) {
+      V v = simd::load<V>(src + k);
+      if (bias != nullptr) v += simd::load<V>(bias + k);
+      if (add != nullptr) v += simd::load<V>(add + k);
+      simd::store(out + k, v);
+    }
+    for (; k < cout; ++k) {
+      float v = src[k];
+      if (bias != nullptr) v += bias[k];
+      if (add != nullptr) v += add[k];
+      out[k] = v;
+    }
   }
 }
 
 using ScatterRun = void (*)(const float*, const float*, const float*, int64_t, float*);
 
-[[gnu::target("avx512f")]] void scatter_run_avx512(const float* src, const float* bias, const float* add, int64_t n,
+[[gnu::target("avx512f")]] void scatter_run_avx512(const float* src, const float* bias, const float* add, int64_t cout,
                                                    float* out) {
-  scatter_run_body<16>(src, bias, add, n, out);
+  scatter_run_body<16>(src, bias, add, cout, out);
 }
 
-[[gnu::target("avx2")]] void scatter_run_avx2(const float* src, const float* bias, const float* add, int64_t n,
+[[gnu::target("avx2")]] void scatter_run_avx2(const float* src, const float* bias, const float* add, int64_t cout,
                                               float* out) {
-  scatter_run_body<8>(src, bias, add, n, out);
+  scatter_run_body<8>(src, bias, add, cout, out);
 }
 
-void scatter_run_baseline(const float* src, const float* bias, const float* add, int64_t n, float* out) {
-  scatter_run_body<4>(src, bias, add, n, out);
+void scatter_run_baseline(const float* src, const float* bias, const float* add, int64_t cout, float* out) {
+  scatter_run_body<4>(src, bias, add, cout, out);
 }
 
 }  // namespace
@@ -168,17 +172,16 @@ void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, 
   const ScatterRun scatter = level == SimdLevel::avx512 ? scatter_run_avx512
                              : level == SimdLevel::avx2 ? scatter_run_avx2
                                                         : scatter_run_baseline;
-  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx): one run of cout values
-  // per input pixel and tap.
+  // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx): one run per input
+  // pixel and dy.
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t dy = 0; dy < 2; ++dy) {
       const int64_t first = (2 * i + dy) * 2 * w * cout;
-      for (int64_t j = 0; j < w; ++j)
-        for (int64_t dx = 0; dx < 2; ++dx) {
-          const int64_t pixel = first + (2 * j + dx) * cout;
-          scatter(taps + ((i * w + j) * 4 + dy * 2 + dx) * cout, bias, add != nullptr ? add + pixel : nullptr, cout,
-                  out + pixel);
-        }
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t pixel = first + 2 * j * cout;
+        scatter(taps + ((i * w + j) * 4 + dy * 2) * cout, bias, add != nullptr ? add + pixel : nullptr, cout,
+                out + pixel);
+      }
     }
 }
 

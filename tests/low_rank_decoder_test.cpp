@@ -191,5 +191,43 @@ TEST(LowRankDecoder, MatchesTheDirectTransformerOnMicro) {
   EXPECT_GE(compared, 3);
 }
 
+
+// Prompts decoded in lockstep (one group, mixed token counts) give each prompt
+// the bits it gets alone, also when the IoU filter skips some of their upscalings.
+TEST(LowRankDecoder, GroupInLockstepEqualsOneByOne) {
+  const auto& c = micro_decoder_case();
+  const DecoderThreads scope;
+  const PromptEncoder prompts(c.config, c.weights);
+  const MaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
+  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
+  std::vector<Tensor> sparse;
+  for (const auto& g : c.prompts) {
+    if (g.prompt.mask_input.empty()) sparse.push_back(prompts.embed_sparse(g.prompt, c.orig_w, c.orig_h));
+  }
+  ASSERT_GE(sparse.size(), 3u);
+  EXPECT_NE(sparse.front().numel(), sparse.back().numel()) << "the group should mix token counts";
+  int asked = 0;
+  const MasksWanted every_other = [&asked](const Tensor&) { return asked++ % 2 == 0; };
+  for (const bool filtered : {false, true}) {
+    asked = 0;
+    const std::vector<MaskDecoderOutput> group =
+        decoder.predict_masks(image, sparse, 1, filtered ? every_other : MasksWanted{});
+    ASSERT_EQ(group.size(), sparse.size());
+    for (size_t g = 0; g < sparse.size(); ++g) {
+      SCOPED_TRACE("prompt " + std::to_string(g) + (filtered ? ", filtered" : ""));
+      const MaskDecoderOutput alone = decoder.predict_masks(image, sparse[g], 2);
+      ASSERT_EQ(group[g].iou.numel(), alone.iou.numel());
+      EXPECT_EQ(std::memcmp(group[g].iou.data(), alone.iou.data(), sizeof(float) * alone.iou.numel()), 0);
+      EXPECT_EQ(group[g].object_score_logit, alone.object_score_logit);
+      if (filtered && g % 2 == 1) {
+        EXPECT_TRUE(group[g].masks.empty());
+        continue;
+      }
+      ASSERT_EQ(group[g].masks.numel(), alone.masks.numel());
+      EXPECT_EQ(std::memcmp(group[g].masks.data(), alone.masks.data(), sizeof(float) * alone.masks.numel()), 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sam2rt

@@ -1,6 +1,7 @@
 #include "model/low_rank_two_way.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/buffer_pool.h"
@@ -111,106 +112,149 @@ std::vector<double> row_dots(const float* a, int64_t lda, const float* b, int64_
 // fixed) constants, as a token -> image attention sees them through its k/v
 // projections: keys_i = row_scale_i keys_shared_i + coef_i (basis Wk^T) + keys_const_i,
 // values_i = row_scale_i values_shared_i + coef_i (basis Wv^T) + values_const.
-struct FactoredImageRows {
-  const Tensor& row_scale;      // [HW]
-  const Tensor& coef;           // [HW, R]
-  const Tensor& basis;          // [R, C]
+// The shared parts belong to the image; row_scale, coef and basis to a prompt.
+struct SharedImageRows {
   const Tensor& keys_shared;    // [HW, D]
   const Tensor& keys_const;     // [HW, D], k_proj bias included
   const Tensor& values_shared;  // [HW, D]
   const Tensor& values_const;   // [D], v_proj bias included
 };
+struct PromptImageRows {
+  const Tensor* row_scale;  // [HW]
+  const Tensor* coef;       // [HW, R]
+  const Tensor* basis;      // [R, C]
+};
 
-// mixed[T, D] += the probability-weighted rows of values [HW, D] (times row_scale
-// when given), probs [HW, heads * T] one image row per row; heads in pairs shared
-// by `threads` workers.
-void add_weighted_values(const Tensor& probs, int64_t t, int64_t heads, const float* row_scale, const Tensor& values,
-                         Tensor& mixed, int threads) {
-  const int64_t n = probs.dim(0), pairs = probs.dim(1), width = values.dim(1), head_dim = width / heads;
+// mixed[g] [T_g, D] += the probability-weighted rows of values [HW, D] (times
+// row_scales[g] when given) for every prompt g, probs[g] [HW, heads * T_g] one
+// image row per row. Heads in pairs shared by `threads` workers; within a pair
+// the prompts take turns, so that the pair's slice of values (half a megabyte for
+// Tiny) is read from memory once for all of them.
+void add_weighted_values(const std::vector<Tensor>& probs, int64_t heads, const std::vector<const float*>& row_scales,
+                         const Tensor& values, std::vector<Tensor>& mixed, int threads) {
+  const int64_t width = values.dim(1), head_dim = width / heads;
   const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
   for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t step = s0; step < s1; ++step) {
       const int64_t h = step * heads_per_step;
-      head_weighted_sums({.rows = n, .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
-                          .w = probs.data() + h * t, .ldw = pairs, .row_scale = row_scale,
-                          .x = values.data() + h * head_dim, .ldx = width, .out = mixed.data() + h * head_dim,
-                          .ldo = width});
+      for (size_t g = 0; g < probs.size(); ++g) {
+        const int64_t pairs = probs[g].dim(1), t = pairs / heads;
+        head_weighted_sums({.rows = probs[g].dim(0), .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
+                            .w = probs[g].data() + h * t, .ldw = pairs, .row_scale = row_scales[g],
+                            .x = values.data() + h * head_dim, .ldx = width, .out = mixed[g].data() + h * head_dim,
+                            .ldo = width});
+      }
     }
   });
 }
 
-// attn (a token -> image attention) of the queries q_in [T, C] over such rows, without
-// forming its [HW, D] keys and values. The probabilities are kept one image row
-// per row ([HW, heads * T], column (h, j) for query j in head h): the scores of a
-// row are per-head products of its shared and constant keys with the queries
-// plus its coef times the queries' dots with the basis keys; the softmax runs
-// down the columns. The mixed values are the probabilities times row_scale times
-// the shared values, plus (probabilities times coef) times the basis values,
-// plus the constant (each column of probabilities sums to 1). Row blocks and
-// heads are shared by `threads` workers; the rounding does not depend on their
-// number. Returns the output [T, C] (out_proj applied).
-Tensor attend_factored_rows(const DecoderAttention& attn, const Tensor& q_in, const FactoredImageRows& x,
-                            int threads) {
-  const int64_t t = q_in.dim(0), n = x.coef.dim(0), r = x.coef.dim(1), width = attn.internal_dim();
-  const int64_t heads = attn.num_heads, head_dim = width / heads, pairs = heads * t;
+// attn (a token -> image attention) of each prompt's queries q_in[g] [T_g, C]
+// over such rows, without forming its [HW, D] keys and values. The probabilities
+// are kept one image row per row ([HW, heads * T], column (h, j) for query j in
+// head h): the scores of a row are per-head products of its shared and constant
+// keys with the queries plus its coef times the queries' dots with the basis
+// keys; the softmax runs down the columns. The mixed values are the
+// probabilities times row_scale times the shared values, plus (probabilities
+// times coef) times the basis values, plus the constant (each column of
+// probabilities sums to 1). Row blocks and heads are shared by `threads`
+// workers; the prompts take turns within each block, which is read once for all
+// of them. Every prompt's rounding is that of a group of one, whatever the
+// number of threads. Returns each prompt's output [T_g, C] (out_proj applied).
+std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std::vector<Tensor>& q_in,
+                                         const SharedImageRows& x, const std::vector<PromptImageRows>& prompts,
+                                         int threads) {
+  const size_t count = q_in.size();
+  const int64_t n = x.keys_shared.dim(0), width = attn.internal_dim();
+  const int64_t heads = attn.num_heads, head_dim = width / heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  const Tensor queries = split_heads(attn.q_proj(q_in), heads, scale);
-  const Tensor basis_keys = project_rows(x.basis, attn.k_proj.weight);
-  const Tensor basis_values = project_rows(x.basis, attn.v_proj.weight);
-  Tensor basis_scores = Tensor::uninitialized({pairs, r});
-  for (int64_t h = 0; h < heads; ++h) {
-    gemm({.m = t, .n = r, .k = head_dim, .a = queries.data() + h * t * head_dim, .lda = head_dim,
-          .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
-          .c = basis_scores.data() + h * t * r, .ldc = r});
+  std::vector<Tensor> queries(count), basis_values(count), basis_scores(count), probs(count);
+  for (size_t g = 0; g < count; ++g) {
+    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].coef->dim(1);
+    queries[g] = split_heads(attn.q_proj(q_in[g]), heads, scale);
+    const Tensor basis_keys = project_rows(*prompts[g].basis, attn.k_proj.weight);
+    basis_values[g] = project_rows(*prompts[g].basis, attn.v_proj.weight);
+    basis_scores[g] = Tensor::uninitialized({pairs, r});
+    for (int64_t h = 0; h < heads; ++h) {
+      gemm({.m = t, .n = r, .k = head_dim, .a = queries[g].data() + h * t * head_dim, .lda = head_dim,
+            .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
+            .c = basis_scores[g].data() + h * t * r, .ldc = r});
+    }
+    probs[g] = image_sized({n, pairs});
   }
-  Tensor probs = image_sized({n, pairs});
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
     const int64_t rows = r1 - r0;
     float* const keys = thread_scratch(0, rows * width);
-    scale_rows_add(x.row_scale.data() + r0, x.keys_shared.data() + r0 * width, width,
-                   x.keys_const.data() + r0 * width, width, rows, width, keys, width);
-    head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = t, .x = keys, .ldx = width,
-               .vectors = queries.data(), .out = probs.data() + r0 * pairs, .ldo = pairs});
-    gemm({.m = rows, .n = pairs, .k = r, .a = x.coef.data() + r0 * r, .lda = r, .b = basis_scores.data(), .ldb = r,
-          .b_transposed = true, .c = probs.data() + r0 * pairs, .ldc = pairs, .accumulate = true});
+    for (size_t g = 0; g < count; ++g) {
+      const int64_t pairs = probs[g].dim(1), r = prompts[g].coef->dim(1);
+      scale_rows_add(prompts[g].row_scale->data() + r0, x.keys_shared.data() + r0 * width, width,
+                     x.keys_const.data() + r0 * width, width, rows, width, keys, width);
+      head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads, .x = keys,
+                 .ldx = width, .vectors = queries[g].data(), .out = probs[g].data() + r0 * pairs, .ldo = pairs});
+      gemm({.m = rows, .n = pairs, .k = r, .a = prompts[g].coef->data() + r0 * r, .lda = r,
+            .b = basis_scores[g].data(), .ldb = r, .b_transposed = true, .c = probs[g].data() + r0 * pairs,
+            .ldc = pairs, .accumulate = true});
+    }
   });
-  softmax_columns(probs.data(), n, pairs, pairs);
-  Tensor with_coef = Tensor::uninitialized({pairs, r});
-  gemm({.m = pairs, .n = r, .k = n, .a = probs.data(), .lda = pairs, .b = x.coef.data(), .ldb = r,
-        .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
-  Tensor mixed = Tensor::uninitialized({t, width});
-  for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed.data() + j * width);
-  add_weighted_values(probs, t, heads, x.row_scale.data(), x.values_shared, mixed, threads);
-  for (int64_t h = 0; h < heads; ++h) {
-    gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + h * t * r, .lda = r,
-          .b = basis_values.data() + h * head_dim, .ldb = width, .b_transposed = false,
-          .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
+  std::vector<Tensor> mixed(count);
+  std::vector<const float*> row_scales(count);
+  for (size_t g = 0; g < count; ++g) {
+    const int64_t t = q_in[g].dim(0);
+    softmax_columns(probs[g].data(), n, probs[g].dim(1), probs[g].dim(1));
+    mixed[g] = Tensor::uninitialized({t, width});
+    for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed[g].data() + j * width);
+    row_scales[g] = prompts[g].row_scale->data();
   }
-  Tensor out({t, attn.out_proj.out_features()});
-  attn.out_proj.apply(mixed.data(), t, out.data());
+  add_weighted_values(probs, heads, row_scales, x.values_shared, mixed, threads);
+  std::vector<Tensor> out(count);
+  for (size_t g = 0; g < count; ++g) {
+    const int64_t t = q_in[g].dim(0), pairs = probs[g].dim(1), r = prompts[g].coef->dim(1);
+    Tensor with_coef = Tensor::uninitialized({pairs, r});
+    gemm({.m = pairs, .n = r, .k = n, .a = probs[g].data(), .lda = pairs, .b = prompts[g].coef->data(), .ldb = r,
+          .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
+    for (int64_t h = 0; h < heads; ++h) {
+      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + h * t * r, .lda = r,
+            .b = basis_values[g].data() + h * head_dim, .ldb = width, .b_transposed = false,
+            .c = mixed[g].data() + h * head_dim, .ldc = width, .accumulate = true});
+    }
+    out[g] = Tensor({t, attn.out_proj.out_features()});
+    attn.out_proj.apply(mixed[g].data(), t, out[g].data());
+  }
   return out;
 }
 
-// attn of the queries q [T, D] (projected) over image rows whose keys and values
-// are projected already ([HW, D] each): the probabilities one image row per row
-// as in attend_factored_rows. Returns the output [T, C] (out_proj applied).
-Tensor attend_projected_rows(const DecoderAttention& attn, const Tensor& q, const Tensor& keys, const Tensor& values,
-                             int threads) {
-  const int64_t t = q.dim(0), n = keys.dim(0), width = attn.internal_dim();
-  const int64_t heads = attn.num_heads, head_dim = width / heads, pairs = heads * t;
+// attn of each prompt's queries q[g] [T_g, D] (projected) over image rows whose
+// keys and values are projected already ([HW, D] each): the probabilities one
+// image row per row as in attend_factored_rows, the prompts taking turns within
+// each block of rows. Returns each prompt's output [T_g, C] (out_proj applied).
+std::vector<Tensor> attend_projected_rows(const DecoderAttention& attn, const std::vector<Tensor>& q,
+                                         const Tensor& keys, const Tensor& values, int threads) {
+  const size_t count = q.size();
+  const int64_t n = keys.dim(0), width = attn.internal_dim();
+  const int64_t heads = attn.num_heads, head_dim = width / heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  const Tensor queries = split_heads(q, heads, scale);
-  Tensor probs = image_sized({n, pairs});
+  std::vector<Tensor> queries(count), probs(count), mixed(count);
+  for (size_t g = 0; g < count; ++g) {
+    queries[g] = split_heads(q[g], heads, scale);
+    probs[g] = image_sized({n, heads * q[g].dim(0)});
+  }
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
-    head_dots({.rows = r1 - r0, .heads = heads, .head_dim = head_dim, .per_head = t,
-               .x = keys.data() + r0 * width, .ldx = width, .vectors = queries.data(),
-               .out = probs.data() + r0 * pairs, .ldo = pairs});
+    for (size_t g = 0; g < count; ++g) {
+      const int64_t pairs = probs[g].dim(1);
+      head_dots({.rows = r1 - r0, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads,
+                 .x = keys.data() + r0 * width, .ldx = width, .vectors = queries[g].data(),
+                 .out = probs[g].data() + r0 * pairs, .ldo = pairs});
+    }
   });
-  softmax_columns(probs.data(), n, pairs, pairs);
-  Tensor mixed({t, width});
-  add_weighted_values(probs, t, heads, nullptr, values, mixed, threads);
-  Tensor out({t, attn.out_proj.out_features()});
-  attn.out_proj.apply(mixed.data(), t, out.data());
+  for (size_t g = 0; g < count; ++g) {
+    softmax_columns(probs[g].data(), n, probs[g].dim(1), probs[g].dim(1));
+    mixed[g] = Tensor({q[g].dim(0), width});
+  }
+  add_weighted_values(probs, heads, std::vector<const float*>(count, nullptr), values, mixed, threads);
+  std::vector<Tensor> out(count);
+  for (size_t g = 0; g < count; ++g) {
+    out[g] = Tensor({q[g].dim(0), attn.out_proj.out_features()});
+    attn.out_proj.apply(mixed[g].data(), q[g].dim(0), out[g].data());
+  }
   return out;
 }
 
@@ -315,25 +359,35 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
 LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor& tokens,
                                                                    const TransformerImageInput& input,
                                                                    const LowRankImage& image, int threads) const {
-  const Tensor& query_pe = tokens;
-  const int64_t n = input.src.dim(0), c = input.src.dim(1), t = tokens.dim(0);
-  Tensor queries = tokens;
+  return std::move(forward(std::vector<Tensor>{tokens}, input, image, threads).front());
+}
+
+std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
+    const std::vector<Tensor>& tokens, const TransformerImageInput& input, const LowRankImage& image,
+    int threads) const {
+  const size_t count = tokens.size();
+  const std::vector<Tensor>& query_pe = tokens;
+  const int64_t n = input.src.dim(0), c = input.src.dim(1);
+  std::vector<Tensor> queries = tokens;
+  auto with_pe = [&](size_t g) { return add(queries[g], query_pe[g]); };
 
   // Block 0's token side, as TwoWayTransformer::forward (its image side is src).
   {
     ScopedStage stage("decoder: token self-attention");
-    queries = first_.norm1(first_.self_attn(queries, queries, queries));
+    for (Tensor& q : queries) q = first_.norm1(first_.self_attn(q, q, q));
   }
   {
     ScopedStage stage("decoder: token -> image attention");
     const DecoderAttention& attn = first_.cross_attn_token_to_image;
-    const Tensor attn_out = attend_projected_rows(attn, attn.q_proj(add(queries, query_pe)),
-                                                  input.token_to_image_k, input.token_to_image_v, threads);
-    queries = first_.norm2(add(queries, attn_out));
+    std::vector<Tensor> q(count);
+    for (size_t g = 0; g < count; ++g) q[g] = attn.q_proj(with_pe(g));
+    const std::vector<Tensor> attn_out =
+        attend_projected_rows(attn, q, input.token_to_image_k, input.token_to_image_v, threads);
+    for (size_t g = 0; g < count; ++g) queries[g] = first_.norm2(add(queries[g], attn_out[g]));
   }
   {
     ScopedStage stage("decoder: token MLP");
-    queries = first_.norm3(add(queries, first_.mlp(queries, threads)));
+    for (Tensor& q : queries) q = first_.norm3(add(q, first_.mlp(q, threads)));
   }
 
   // Block 0's image -> token attention and norm4, factored:
@@ -343,44 +397,54 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   const DecoderAttention& token_to_image1 = second_.cross_attn_token_to_image;
   const DecoderAttention& image_to_token1 = second_.cross_attn_image_to_token;
   const int64_t heads0 = image_to_token0.num_heads, width0 = image_to_token0.internal_dim();
-  const int64_t head_dim0 = width0 / heads0, pairs0 = heads0 * t;
+  const int64_t head_dim0 = width0 / heads0;
   const int64_t d_q2 = image_to_token1.internal_dim();
-  Tensor row_scale1 = image_sized({n}), coef0 = image_sized({n, pairs0});
-  Tensor values0, value_rows0, basis0;
+  // Per prompt: block 0's values split by head, its value rows, the basis of its
+  // image-side update, and the row scales and coefficients of the factored rows.
+  std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef0(count);
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
-    const Tensor keys0 = split_heads(image_to_token0.k_proj(add(queries, query_pe)), heads0, scale0);
-    const Tensor v0 = image_to_token0.v_proj(queries);
-    values0 = split_heads(v0, heads0, 1.0f);
-    value_rows0 = head_value_rows(v0, image_to_token0.out_proj.weight, heads0);
-    Tensor centered0 = value_rows0.clone();
-    center_rows(centered0.data(), pairs0, c);
-    const Tensor gram0 = gram(centered0);
-    basis0 = Tensor::uninitialized({pairs0, c});
-    scale_columns_into(centered0, first_.norm4.weight, basis0, 0);
+    std::vector<Tensor> keys0(count), gram0(count);
+    for (size_t g = 0; g < count; ++g) {
+      const int64_t pairs0 = heads0 * tokens[g].dim(0);
+      keys0[g] = split_heads(image_to_token0.k_proj(with_pe(g)), heads0, scale0);
+      const Tensor v0 = image_to_token0.v_proj(queries[g]);
+      values0[g] = split_heads(v0, heads0, 1.0f);
+      value_rows0[g] = head_value_rows(v0, image_to_token0.out_proj.weight, heads0);
+      Tensor centered0 = value_rows0[g].clone();
+      center_rows(centered0.data(), pairs0, c);
+      gram0[g] = gram(centered0);
+      basis0[g] = Tensor::uninitialized({pairs0, c});
+      scale_columns_into(centered0, first_.norm4.weight, basis0[g], 0);
+      row_scale1[g] = image_sized({n});
+      coef0[g] = image_sized({n, pairs0});
+    }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
-      float* p = coef0.data() + r0 * pairs0;
-      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                 .x = input.image_to_token_q.data() + r0 * width0, .ldx = width0, .vectors = keys0.data(), .out = p,
-                 .ldo = pairs0});
-      softmax_groups(p, rows * heads0, t);
-      // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
-      float* const cross = thread_scratch(0, rows * pairs0);
-      float* const quad = thread_scratch(1, rows * pairs0);
-      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                 .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
-                 .out = cross, .ldo = pairs0});
-      gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = pairs0, .b = gram0.data(), .ldb = pairs0,
-            .b_transposed = true, .c = quad, .ldc = pairs0});
-      const std::vector<double> with_cross = row_dots(p, pairs0, cross, pairs0, rows, pairs0);
-      const std::vector<double> with_quad = row_dots(p, pairs0, quad, pairs0, rows, pairs0);
-      for (int64_t r = 0; r < rows; ++r) {
-        const auto k = static_cast<size_t>(r);
-        const float a1 = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
-        row_scale1[r0 + r] = a1;
-        for (int64_t j = 0; j < pairs0; ++j) p[r * pairs0 + j] *= a1;
+      for (size_t g = 0; g < count; ++g) {
+        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t;
+        float* p = coef0[g].data() + r0 * pairs0;
+        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                   .x = input.image_to_token_q.data() + r0 * width0, .ldx = width0, .vectors = keys0[g].data(),
+                   .out = p, .ldo = pairs0});
+        softmax_groups(p, rows * heads0, t);
+        // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
+        float* const cross = thread_scratch(0, rows * pairs0);
+        float* const quad = thread_scratch(1, rows * pairs0);
+        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                   .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
+                   .out = cross, .ldo = pairs0});
+        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = pairs0, .b = gram0[g].data(), .ldb = pairs0,
+              .b_transposed = true, .c = quad, .ldc = pairs0});
+        const std::vector<double> with_cross = row_dots(p, pairs0, cross, pairs0, rows, pairs0);
+        const std::vector<double> with_quad = row_dots(p, pairs0, quad, pairs0, rows, pairs0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const auto k = static_cast<size_t>(r);
+          const float a1 = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
+          row_scale1[g][r0 + r] = a1;
+          for (int64_t j = 0; j < pairs0; ++j) p[r * pairs0 + j] *= a1;
+        }
       }
     });
   }
@@ -388,112 +452,140 @@ LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor&
   // Block 1's token side.
   {
     ScopedStage stage("decoder: token self-attention");
-    const Tensor q = add(queries, query_pe);
-    queries = second_.norm1(add(queries, second_.self_attn(q, q, queries)));
+    for (size_t g = 0; g < count; ++g) {
+      const Tensor q = with_pe(g);
+      queries[g] = second_.norm1(add(queries[g], second_.self_attn(q, q, queries[g])));
+    }
   }
   {
     ScopedStage stage("decoder: token -> image attention");
-    const Tensor attn_out = attend_factored_rows(
-        token_to_image1, add(queries, query_pe),
-        {row_scale1, coef0, basis0, image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const},
+    std::vector<Tensor> q(count);
+    std::vector<PromptImageRows> rows(count);
+    for (size_t g = 0; g < count; ++g) {
+      q[g] = with_pe(g);
+      rows[g] = {&row_scale1[g], &coef0[g], &basis0[g]};
+    }
+    const std::vector<Tensor> attn_out = attend_factored_rows(
+        token_to_image1, q, {image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const}, rows,
         threads);
-    queries = second_.norm2(add(queries, attn_out));
+    for (size_t g = 0; g < count; ++g) queries[g] = second_.norm2(add(queries[g], attn_out[g]));
   }
   {
     ScopedStage stage("decoder: token MLP");
-    queries = second_.norm3(add(queries, second_.mlp(queries, threads)));
+    for (Tensor& q : queries) q = second_.norm3(add(q, second_.mlp(q, threads)));
   }
 
   // Block 1's image -> token attention and norm4, factored: with
   // coef_i = [a1_i P0_i, P2_i] and basis = [basis0; value rows 2] (centered: B~),
   //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
   //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2.
-  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1, pairs1 = heads1 * t;
-  const int64_t r = pairs0 + pairs1, ldw = r + 1;
+  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1;
   const Tensor& g2 = second_.norm4.weight;
-  Tensor row_scale2 = image_sized({n}), coef = image_sized({n, ldw});
-  Tensor final_basis = Tensor::uninitialized({ldw, c});
+  std::vector<Tensor> row_scale2(count), coef(count), final_basis(count);
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
-    const Tensor keys2 = split_heads(image_to_token1.k_proj(add(queries, query_pe)), heads1, scale1);
-    const Tensor v2 = image_to_token1.v_proj(queries);
-    const Tensor values2 = split_heads(v2, heads1, 1.0f);
-    const Tensor value_rows2 = head_value_rows(v2, image_to_token1.out_proj.weight, heads1);
-    Tensor basis = Tensor::uninitialized({r, c});
-    std::copy_n(basis0.data(), pairs0 * c, basis.data());
-    std::copy_n(value_rows2.data(), pairs1 * c, basis.data() + pairs0 * c);
-    // basis . c~ equals B~ . c~ (c~ sums to zero), likewise basis . s~_i below.
-    const std::vector<double> basis_dot_c = row_dots(basis.data(), c, image.c_centered.data(), 0, r, c);
-    std::vector<double> basis0_means(static_cast<size_t>(pairs0));
-    for (int64_t j = 0; j < pairs0; ++j) {
-      double sum = 0;
-      for (int64_t k = 0; k < c; ++k) sum += value_rows0[j * c + k];
-      basis0_means[static_cast<size_t>(j)] = sum / static_cast<double>(c);
+    std::vector<Tensor> keys2(count), values2(count), gram_all(count), queries_weight2(count);
+    std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
+    for (size_t g = 0; g < count; ++g) {
+      const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
+      const int64_t r = pairs0 + pairs1, ldw = r + 1;
+      keys2[g] = split_heads(image_to_token1.k_proj(with_pe(g)), heads1, scale1);
+      const Tensor v2 = image_to_token1.v_proj(queries[g]);
+      values2[g] = split_heads(v2, heads1, 1.0f);
+      const Tensor value_rows2 = head_value_rows(v2, image_to_token1.out_proj.weight, heads1);
+      Tensor basis = Tensor::uninitialized({r, c});
+      std::copy_n(basis0[g].data(), pairs0 * c, basis.data());
+      std::copy_n(value_rows2.data(), pairs1 * c, basis.data() + pairs0 * c);
+      // basis . c~ equals B~ . c~ (c~ sums to zero), likewise basis . s~_i below.
+      basis_dot_c[g] = row_dots(basis.data(), c, image.c_centered.data(), 0, r, c);
+      basis0_means[g].resize(static_cast<size_t>(pairs0));
+      for (int64_t j = 0; j < pairs0; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < c; ++k) sum += value_rows0[g][j * c + k];
+        basis0_means[g][static_cast<size_t>(j)] = sum / static_cast<double>(c);
+      }
+      center_rows(basis.data(), r, c);
+      gram_all[g] = gram(basis);
+      final_basis[g] = Tensor::uninitialized({ldw, c});
+      scale_columns_into(basis, g2, final_basis[g], 0);
+      for (int64_t j = 0; j < c; ++j) final_basis[g][r * c + j] = image.c_centered[j] * g2[j];
+      queries_weight2[g] = project_rows(basis0[g], image_to_token1.q_proj.weight);
+      row_scale2[g] = image_sized({n});
+      coef[g] = image_sized({n, ldw});
     }
-    center_rows(basis.data(), r, c);
-    const Tensor gram_all = gram(basis);
-    scale_columns_into(basis, g2, final_basis, 0);
-    for (int64_t j = 0; j < c; ++j) final_basis[r * c + j] = image.c_centered[j] * g2[j];
-    const Tensor queries_weight2 = project_rows(basis0, image_to_token1.q_proj.weight);
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
-      float* w = coef.data() + r0 * ldw;
-      const float* p0 = coef0.data() + r0 * pairs0;
-      // Queries of block 1's image -> token attention, scores, softmax.
-      float* const q2 = thread_scratch(2, rows * d_q2);
-      float* const p2 = thread_scratch(3, rows * pairs1);
-      scale_rows_add(row_scale1.data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
-                     image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
-      gemm({.m = rows, .n = d_q2, .k = pairs0, .a = p0, .lda = pairs0, .b = queries_weight2.data(), .ldb = d_q2,
-            .b_transposed = false, .c = q2, .ldc = d_q2, .accumulate = true});
-      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
-                 .vectors = keys2.data(), .out = p2, .ldo = pairs1});
-      softmax_groups(p2, rows * heads1, t);
-      for (int64_t i = 0; i < rows; ++i) {
-        std::copy_n(p0 + i * pairs0, pairs0, w + i * ldw);
-        std::copy_n(p2 + i * pairs1, pairs1, w + i * ldw + pairs0);
-      }
-      // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
-      // g1 . s~_i, value rows 2 through s~ Wo2.
-      float* const cross = thread_scratch(0, rows * r);
-      float* const quad = thread_scratch(1, rows * r);
-      head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                 .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0.data(),
-                 .out = cross, .ldo = r});
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < pairs0; ++j)
-          cross[i * r + j] -= static_cast<float>(basis0_means[static_cast<size_t>(j)] * image.s_dot_g1[r0 + i]);
-      head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
-                 .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2.data(),
-                 .out = cross + pairs0, .ldo = r});
-      gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all.data(), .ldb = r, .b_transposed = true,
-            .c = quad, .ldc = r});
-      const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
-      std::vector<double> with_c(static_cast<size_t>(rows));
-      dot_rows_with(w, ldw, basis_dot_c.data(), rows, r, with_c.data());
-      const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
-      for (int64_t i = 0; i < rows; ++i) {
-        const auto k = static_cast<size_t>(i);
-        const double a1 = row_scale1[r0 + i];
-        const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
-                             2.0 * a1 * with_cross[k] + 2.0 * with_c[k] + with_quad[k];
-        const float a2 = inverse_std(norm2, c);
-        row_scale2[r0 + i] = static_cast<float>(a1) * a2;
-        for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
-        w[i * ldw + r] = a2;
+      for (size_t g = 0; g < count; ++g) {
+        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
+        const int64_t r = pairs0 + pairs1, ldw = r + 1;
+        float* w = coef[g].data() + r0 * ldw;
+        const float* p0 = coef0[g].data() + r0 * pairs0;
+        // Queries of block 1's image -> token attention, scores, softmax.
+        float* const q2 = thread_scratch(2, rows * d_q2);
+        float* const p2 = thread_scratch(3, rows * pairs1);
+        scale_rows_add(row_scale1[g].data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
+                       image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
+        gemm({.m = rows, .n = d_q2, .k = pairs0, .a = p0, .lda = pairs0, .b = queries_weight2[g].data(),
+              .ldb = d_q2, .b_transposed = false, .c = q2, .ldc = d_q2, .accumulate = true});
+        head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
+                   .vectors = keys2[g].data(), .out = p2, .ldo = pairs1});
+        softmax_groups(p2, rows * heads1, t);
+        for (int64_t i = 0; i < rows; ++i) {
+          std::copy_n(p0 + i * pairs0, pairs0, w + i * ldw);
+          std::copy_n(p2 + i * pairs1, pairs1, w + i * ldw + pairs0);
+        }
+        // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
+        // g1 . s~_i, value rows 2 through s~ Wo2.
+        float* const cross = thread_scratch(0, rows * r);
+        float* const quad = thread_scratch(1, rows * r);
+        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
+                   .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
+                   .out = cross, .ldo = r});
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < pairs0; ++j)
+            cross[i * r + j] -= static_cast<float>(basis0_means[g][static_cast<size_t>(j)] * image.s_dot_g1[r0 + i]);
+        head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
+                   .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2[g].data(),
+                   .out = cross + pairs0, .ldo = r});
+        gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all[g].data(), .ldb = r, .b_transposed = true,
+              .c = quad, .ldc = r});
+        const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
+        std::vector<double> with_c(static_cast<size_t>(rows));
+        dot_rows_with(w, ldw, basis_dot_c[g].data(), rows, r, with_c.data());
+        const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
+        for (int64_t i = 0; i < rows; ++i) {
+          const auto k = static_cast<size_t>(i);
+          const double a1 = row_scale1[g][r0 + i];
+          const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
+                               2.0 * a1 * with_cross[k] + 2.0 * with_c[k] + with_quad[k];
+          const float a2 = inverse_std(norm2, c);
+          row_scale2[g][r0 + i] = static_cast<float>(a1) * a2;
+          for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
+          w[i * ldw + r] = a2;
+        }
       }
     });
   }
 
   ScopedStage stage("decoder: final token -> image attention");
-  const Tensor attn_out = attend_factored_rows(final_attn_, add(queries, query_pe),
-                                               {row_scale2, coef, final_basis, image.final_keys_shared,
-                                                image.final_keys_const, image.final_values_shared,
-                                                image.final_values_const},
-                                               threads);
-  queries = final_norm_(add(queries, attn_out));
-  return {queries, {row_scale2, coef, final_basis, second_.norm4.bias}};
+  std::vector<Tensor> q(count);
+  std::vector<PromptImageRows> rows(count);
+  for (size_t g = 0; g < count; ++g) {
+    q[g] = with_pe(g);
+    rows[g] = {&row_scale2[g], &coef[g], &final_basis[g]};
+  }
+  const std::vector<Tensor> attn_out =
+      attend_factored_rows(final_attn_, q,
+                           {image.final_keys_shared, image.final_keys_const, image.final_values_shared,
+                            image.final_values_const},
+                           rows, threads);
+  std::vector<Output> out(count);
+  for (size_t g = 0; g < count; ++g) {
+    out[g] = {final_norm_(add(queries[g], attn_out[g])),
+              {row_scale2[g], coef[g], final_basis[g], second_.norm4.bias}};
+  }
+  return out;
 }
 
 }  // namespace sam2rt

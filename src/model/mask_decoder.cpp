@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/buffer_pool.h"
@@ -151,44 +152,49 @@ Tensor MaskDecoder::output_heads(const Tensor& hs, MaskDecoderOutput& result) co
 }
 
 template <typename FirstConv>
-void MaskDecoder::upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv,
-                          MaskDecoderOutput& result, int threads) const {
+void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<const Tensor*>& hypers,
+                          FirstConv first_conv, const std::vector<MaskDecoderOutput*>& results, int threads) const {
   // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
   // features, a band of rows at a time: ConvTranspose + feat_s1 (one pass),
   // LayerNorm2d, GELU, ConvTranspose + feat_s0 (one pass), GELU, then the
-  // hypernetwork dot products.
+  // hypernetwork dot products. The prompts take turns within each band, so that
+  // its rows of the per-image maps are read from memory once for all of them.
   ScopedStage stage("decoder: upscaling + mask products");
   const int64_t e = config_.image_embedding_size();
   const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
   const int64_t l = 4 * e, pixels = l * l;
-  result.masks = mask_logits({static_cast<int64_t>(num_mask_tokens_), l, l});
+  for (MaskDecoderOutput* result : results) {
+    result->masks = mask_logits({static_cast<int64_t>(num_mask_tokens_), l, l});
+  }
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
     const int64_t rows = i1 - i0;
     const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e;
     float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
     float* const up1 = thread_scratch(1, up1_pixels * up1_c);
     float* const up = thread_scratch(2, 2 * l * up_c);
-    first_conv(i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
-    // The elementwise steps a map row at a time, while the row is in L1.
-    const int64_t up1_row = 2 * e * up1_c;
-    for (int64_t r = 0; r < up1_rows; ++r) {
-      float* const row = up1 + r * up1_row;
-      add_layer_norm_rows(row, nullptr, 2 * e, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
-                          kLayerNorm2dEps);
-      gelu_exact_inplace(row, up1_row);
-    }
-    // The second ConvTranspose's products for the band, then per row of its input
-    // the scatter (+ bias + feat_s0) into two rows of the 4E x 4E map, GELU and
-    // the mask products.
-    const int64_t taps = upscale3_taps_.dim(1), out_rows_pixels = 2 * l;
-    conv_transpose_2x2_taps_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, scratch);
-    for (int64_t r = 0; r < up1_rows; ++r) {
-      const int64_t first_pixel = (4 * i0 + 2 * r) * l;
-      scatter_2x2_taps(scratch + r * 2 * e * taps, 1, 2 * e, up_c, upscale3_b_.data(),
-                       image.feat_s0.data() + first_pixel * up_c, up);
-      gelu_exact_inplace(up, out_rows_pixels * up_c);
-      mask_products(hyper.data(), num_mask_tokens_, up_c, up, out_rows_pixels, result.masks.data() + first_pixel,
-                    pixels);
+    for (size_t g = 0; g < results.size(); ++g) {
+      first_conv(g, i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
+      // The elementwise steps a map row at a time, while the row is in L1.
+      const int64_t up1_row = 2 * e * up1_c;
+      for (int64_t r = 0; r < up1_rows; ++r) {
+        float* const row = up1 + r * up1_row;
+        add_layer_norm_rows(row, nullptr, 2 * e, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
+                            kLayerNorm2dEps);
+        gelu_exact_inplace(row, up1_row);
+      }
+      // The second ConvTranspose's products for the band, then per row of its
+      // input the scatter (+ bias + feat_s0) into two rows of the 4E x 4E map,
+      // GELU and the mask products.
+      const int64_t taps = upscale3_taps_.dim(1), out_rows_pixels = 2 * l;
+      conv_transpose_2x2_taps_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, scratch);
+      for (int64_t r = 0; r < up1_rows; ++r) {
+        const int64_t first_pixel = (4 * i0 + 2 * r) * l;
+        scatter_2x2_taps(scratch + r * 2 * e * taps, 1, 2 * e, up_c, upscale3_b_.data(),
+                         image.feat_s0.data() + first_pixel * up_c, up);
+        gelu_exact_inplace(up, out_rows_pixels * up_c);
+        mask_products(hypers[g]->data(), num_mask_tokens_, up_c, up, out_rows_pixels,
+                      results[g]->masks.data() + first_pixel, pixels);
+      }
     }
   });
 }
@@ -201,12 +207,12 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   const Tensor hyper = output_heads(out.queries, result);
   if (wanted && !wanted(result.iou)) return result;
   upscale(
-      image, hyper,
-      [&](int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
+      image, {&hyper},
+      [&](size_t, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
         conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1,
                                        scratch, skip);
       },
-      result, threads);
+      {&result}, threads);
   return result;
 }
 
@@ -215,33 +221,63 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   if (!low_rank_ || image.upscale0_shared.empty()) {
     return predict_masks(image, image.no_mask, sparse, threads, wanted);
   }
+  return std::move(predict_masks(image, std::vector<Tensor>{sparse}, threads, wanted).front());
+}
+
+std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageState& image,
+                                                          const std::vector<Tensor>& sparse, int threads,
+                                                          const MasksWanted& wanted) const {
+  const size_t count = sparse.size();
+  std::vector<MaskDecoderOutput> results(count);
+  if (!low_rank_ || image.upscale0_shared.empty()) {
+    for (size_t g = 0; g < count; ++g) results[g] = predict_masks(image, image.no_mask, sparse[g], threads, wanted);
+    return results;
+  }
+  std::vector<Tensor> prompt_tokens(count);
+  for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
+  const std::vector<LowRankTwoWayTransformer::Output> out =
+      low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, threads);
+  // The first ConvTranspose of each prompt's factored rows: row_scale * (shared
+  // taps) + coef (basis taps) + (bias taps + the layer's bias), then the scatter.
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
-  const LowRankTwoWayTransformer::Output out = low_rank_->forward(tokens(sparse), image.no_mask, image.low_rank, threads);
-  MaskDecoderOutput result;
-  const Tensor hyper = output_heads(out.queries, result);
-  if (wanted && !wanted(result.iou)) return result;
-  // The first ConvTranspose of the factored rows: row_scale * (shared taps) +
-  // coef (basis taps) + (bias taps + the layer's bias), then the scatter.
-  const LowRankKeys& keys = out.keys;
-  const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4, r = keys.basis.dim(0);
-  Tensor basis_taps = Tensor::uninitialized({r, taps}), bias_taps = Tensor::uninitialized({1, taps});
-  gemm({.m = r, .n = taps, .k = c, .a = keys.basis.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
-        .b_transposed = false, .c = basis_taps.data(), .ldc = taps});
-  for (int64_t j = 0; j < taps; ++j) bias_taps[j] = upscale0_b_[j % up1_c];
-  gemm({.m = 1, .n = taps, .k = c, .a = keys.bias.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
-        .b_transposed = false, .c = bias_taps.data(), .ldc = taps, .accumulate = true});
+  const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4;
+  std::vector<Tensor> hypers, basis_taps, bias_taps;
+  std::vector<const LowRankKeys*> keys;
+  std::vector<MaskDecoderOutput*> upscaled;
+  for (size_t g = 0; g < count; ++g) {
+    Tensor hyper = output_heads(out[g].queries, results[g]);
+    if (wanted && !wanted(results[g].iou)) continue;
+    const LowRankKeys& k = out[g].keys;
+    const int64_t r = k.basis.dim(0);
+    Tensor basis = Tensor::uninitialized({r, taps}), bias = Tensor::uninitialized({1, taps});
+    gemm({.m = r, .n = taps, .k = c, .a = k.basis.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
+          .b_transposed = false, .c = basis.data(), .ldc = taps});
+    for (int64_t j = 0; j < taps; ++j) bias[j] = upscale0_b_[j % up1_c];
+    gemm({.m = 1, .n = taps, .k = c, .a = k.bias.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
+          .b_transposed = false, .c = bias.data(), .ldc = taps, .accumulate = true});
+    hypers.push_back(std::move(hyper));
+    basis_taps.push_back(std::move(basis));
+    bias_taps.push_back(std::move(bias));
+    keys.push_back(&k);
+    upscaled.push_back(&results[g]);
+  }
+  if (upscaled.empty()) return results;
+  std::vector<const Tensor*> hyper_of(hypers.size());
+  for (size_t u = 0; u < hypers.size(); ++u) hyper_of[u] = &hypers[u];
   upscale(
-      image, hyper,
-      [&](int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
-        const int64_t first = i0 * e, count = rows * e;
-        scale_rows_add(keys.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
-                       bias_taps.data(), 0, count, taps, scratch, taps);
-        gemm({.m = count, .n = taps, .k = r, .a = keys.coef.data() + first * r, .lda = r, .b = basis_taps.data(),
-              .ldb = taps, .b_transposed = false, .c = scratch, .ldc = taps, .accumulate = true});
+      image, hyper_of,
+      [&](size_t u, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
+        const LowRankKeys& k = *keys[u];
+        const int64_t first = i0 * e, count_rows = rows * e, r = k.basis.dim(0);
+        scale_rows_add(k.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
+                       bias_taps[u].data(), 0, count_rows, taps, scratch, taps);
+        gemm({.m = count_rows, .n = taps, .k = r, .a = k.coef.data() + first * r, .lda = r,
+              .b = basis_taps[u].data(), .ldb = taps, .b_transposed = false, .c = scratch, .ldc = taps,
+              .accumulate = true});
         scatter_2x2_taps(scratch, rows, e, up1_c, nullptr, skip, up1);
       },
-      result, threads);
-  return result;
+      upscaled, threads);
+  return results;
 }
 
 }  // namespace sam2rt

@@ -60,17 +60,24 @@ class MaskDecoder {
   // does not depend on `threads`.
   MaskDecoderOutput predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
                                   const MasksWanted& wanted = {}) const;
+  // Several prompts without mask input in lockstep (LowRankTwoWayTransformer's
+  // group forward, then the upscaling a band of rows at a time for all of them):
+  // the per-image arrays are read once per group instead of once per prompt.
+  // Output g equals predict_masks(image, sparse[g], threads, wanted) bit for bit.
+  std::vector<MaskDecoderOutput> predict_masks(const DecoderImageState& image, const std::vector<Tensor>& sparse,
+                                               int threads, const MasksWanted& wanted = {}) const;
 
  private:
   Tensor tokens(const Tensor& sparse) const;
   // The heads on the transformer's output tokens hs; returns the hypernetwork weights [T, C/8].
   Tensor output_heads(const Tensor& hs, MaskDecoderOutput& result) const;
-  // The upscaling pass; first_conv(i0, rows, skip, up1, scratch) writes the first
-  // ConvTranspose's output (bias included) plus skip (those rows of feat_s1) for
+  // The upscaling pass of one or more prompts (hypers[g], results[g]);
+  // first_conv(g, i0, rows, skip, up1, scratch) writes prompt g's first
+  // ConvTranspose output (bias included) plus skip (those rows of feat_s1) for
   // the E-grid rows [i0, i0 + rows).
   template <typename FirstConv>
-  void upscale(const DecoderImageState& image, const Tensor& hyper, FirstConv first_conv, MaskDecoderOutput& result,
-               int threads) const;
+  void upscale(const DecoderImageState& image, const std::vector<const Tensor*>& hypers, FirstConv first_conv,
+               const std::vector<MaskDecoderOutput*>& results, int threads) const;
 
   ModelConfig config_;
   int num_mask_tokens_;

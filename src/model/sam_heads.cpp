@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/decoder_threads.h"
@@ -11,6 +12,12 @@
 namespace sam2rt {
 
 namespace {
+
+// Prompts decoded in lockstep by one thread (MaskDecoder's group predict_masks):
+// each group reads the per-image arrays once. Four keep a group's per-prompt
+// arrays (~5 MB each for Tiny) within the last-level cache beside the other
+// thread's group.
+constexpr size_t kPromptsInLockstep = 4;
 
 // Upscales the selected logits to the original size and clamps the low-res ones.
 void finish(MaskPrediction& r, int orig_w, int orig_h, const MaskFill& fill) {
@@ -39,16 +46,23 @@ DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features) const
   return mask_decoder_.prepare_image(features, no_mask_dense_, threads.count());
 }
 
-MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
-                                int orig_h, int threads, std::optional<float> skip_masks_iou_at_most) const {
-  MaskPrediction r;
+std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, const Prompt* prompts, size_t count,
+                                             bool multimask, int orig_w, int orig_h, int threads,
+                                             std::optional<float> skip_masks_iou_at_most) const {
+  std::vector<MaskPrediction> results(count);
   {
     ScopedStage stage("decoder: prompt encoder");
-    r.sparse_embeddings = prompt_encoder_.embed_sparse(prompt, orig_w, orig_h);
+    for (size_t g = 0; g < count; ++g) {
+      results[g].sparse_embeddings = prompt_encoder_.embed_sparse(prompts[g], orig_w, orig_h);
+    }
   }
-  MaskDecoderOutput decoded;
-  if (prompt.mask_input.empty()) {
-    r.dense_embeddings = no_mask_dense_;
+  std::vector<MaskDecoderOutput> decoded;
+  if (count == 1 && !prompts[0].mask_input.empty()) {
+    MaskPrediction& r = results[0];
+    r.dense_embeddings = prompt_encoder_.embed_dense(prompts[0]);
+    const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
+    decoded.push_back(mask_decoder_.predict_masks(image, input, r.sparse_embeddings, threads));
+  } else {
     MasksWanted wanted;
     if (multimask && skip_masks_iou_at_most) {
       // The selected masks of a multimask prediction are tokens 1..T-1.
@@ -59,38 +73,44 @@ MaskPrediction SamHeads::decode(const DecoderImageState& image, const Prompt& pr
         return false;
       };
     }
-    decoded = mask_decoder_.predict_masks(image, r.sparse_embeddings, threads, wanted);
-  } else {
-    r.dense_embeddings = prompt_encoder_.embed_dense(prompt);
-    const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
-    decoded = mask_decoder_.predict_masks(image, input, r.sparse_embeddings, threads);
+    std::vector<Tensor> sparse(count);
+    for (size_t g = 0; g < count; ++g) {
+      if (!prompts[g].mask_input.empty()) throw Error("a prompt with a mask input is decoded on its own");
+      results[g].dense_embeddings = no_mask_dense_;
+      sparse[g] = results[g].sparse_embeddings;
+    }
+    decoded = mask_decoder_.predict_masks(image, sparse, threads, wanted);
   }
 
   const int num_tokens = mask_decoder_.num_mask_tokens();
   const int64_t l = config_.low_res_mask_size(), pixels = l * l;
-  const float* all_iou = decoded.iou.data();
-  r.all_iou.assign(all_iou, all_iou + num_tokens);
-  r.object_score_logit = decoded.object_score_logit;
-  if (decoded.masks.empty()) {
-    // The upscaling was skipped (multimask only): the selection is tokens 1..T-1, without masks.
-    for (int t = 1; t < num_tokens; ++t) r.token_indices.push_back(t);
-  } else {
-    r.all_low_res_logits = decoded.masks.reshaped({1, num_tokens, l, l});
-    const MaskSelection selection =
-        select_mask_tokens(decoded.masks.data(), pixels, all_iou, num_tokens, multimask, config_);
-    r.token_indices = selection.token_indices;
-    r.stability_score_token0 = selection.stability_score_token0;
-    r.single_mask_token_used = selection.single_mask_token_used;
-    // The selection is consecutive tokens (1..T-1, or one): a view, no copy.
-    for (size_t m = 1; m < r.token_indices.size(); ++m) {
-      if (r.token_indices[m] != r.token_indices[0] + static_cast<int>(m)) {
-        throw Error("mask tokens selected out of order");
+  for (size_t g = 0; g < count; ++g) {
+    MaskPrediction& r = results[g];
+    const float* all_iou = decoded[g].iou.data();
+    r.all_iou.assign(all_iou, all_iou + num_tokens);
+    r.object_score_logit = decoded[g].object_score_logit;
+    if (decoded[g].masks.empty()) {
+      // The upscaling was skipped (multimask only): the selection is tokens 1..T-1, without masks.
+      for (int t = 1; t < num_tokens; ++t) r.token_indices.push_back(t);
+    } else {
+      r.all_low_res_logits = decoded[g].masks.reshaped({1, num_tokens, l, l});
+      const MaskSelection selection =
+          select_mask_tokens(decoded[g].masks.data(), pixels, all_iou, num_tokens, multimask, config_);
+      r.token_indices = selection.token_indices;
+      r.stability_score_token0 = selection.stability_score_token0;
+      r.single_mask_token_used = selection.single_mask_token_used;
+      // The selection is consecutive tokens (1..T-1, or one): a view, no copy.
+      for (size_t m = 1; m < r.token_indices.size(); ++m) {
+        if (r.token_indices[m] != r.token_indices[0] + static_cast<int>(m)) {
+          throw Error("mask tokens selected out of order");
+        }
       }
+      r.low_res_masks =
+          decoded[g].masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
     }
-    r.low_res_masks = decoded.masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
+    for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
   }
-  for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
-  return r;
+  return results;
 }
 
 MaskPrediction SamHeads::predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
@@ -99,7 +119,7 @@ MaskPrediction SamHeads::predict(const DecoderImageState& image, const Prompt& p
   MaskPrediction r;
   {
     const DecoderThreads threads;
-    r = decode(image, prompt, multimask, orig_w, orig_h, threads.count());
+    r = std::move(decode(image, &prompt, 1, multimask, orig_w, orig_h, threads.count()).front());
   }
   finish(r, orig_w, orig_h, fill);
   return r;
@@ -117,26 +137,11 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
   if (prompts.size() == 1) return {predict(image, prompts.front(), multimask, orig_w, orig_h, fill)};
 
-  std::vector<MaskPrediction> results(prompts.size());
   const DecoderThreads threads;
-  std::exception_ptr failure;
-  const int64_t count = static_cast<int64_t>(prompts.size());
-  // Whole prompts per thread: no barrier inside a decode. An exception cannot
-  // leave an OpenMP region, so the first one is carried out and rethrown.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads.count())
-  for (int64_t i = 0; i < count; ++i) {
-    try {
-      MaskPrediction& r = results[static_cast<size_t>(i)];
-      r = decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1);
-      finish(r, orig_w, orig_h, fill);
-    } catch (...) {
-#pragma omp critical(sam_heads_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-  return results;
+  return decode_in_groups(image, prompts, multimask, orig_w, orig_h, threads.count(), std::nullopt,
+                          [&](MaskPrediction& r) { finish(r, orig_w, orig_h, fill); });
 }
+
 
 std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageState& image,
                                                             const std::vector<Prompt>& prompts, bool multimask,
@@ -145,16 +150,42 @@ std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageSt
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
   const DecoderThreads threads;
   if (prompts.size() == 1) {
-    return {decode(image, prompts.front(), multimask, orig_w, orig_h, threads.count(), skip_masks_iou_at_most)};
+    return decode(image, prompts.data(), 1, multimask, orig_w, orig_h, threads.count(), skip_masks_iou_at_most);
+  }
+  return decode_in_groups(image, prompts, multimask, orig_w, orig_h, threads.count(), skip_masks_iou_at_most, {});
+}
+
+std::vector<MaskPrediction> SamHeads::decode_in_groups(const DecoderImageState& image,
+                                                       const std::vector<Prompt>& prompts, bool multimask, int orig_w,
+                                                       int orig_h, int threads,
+                                                       std::optional<float> skip_masks_iou_at_most,
+                                                       const std::function<void(MaskPrediction&)>& then) const {
+  // Consecutive prompts without mask input in groups decoded in lockstep; a
+  // prompt with a mask input alone (its image side is its own).
+  std::vector<std::pair<size_t, size_t>> groups;
+  for (size_t i = 0; i < prompts.size();) {
+    size_t n = 1;
+    if (prompts[i].mask_input.empty()) {
+      while (n < kPromptsInLockstep && i + n < prompts.size() && prompts[i + n].mask_input.empty()) ++n;
+    }
+    groups.emplace_back(i, n);
+    i += n;
   }
   std::vector<MaskPrediction> results(prompts.size());
   std::exception_ptr failure;
-  const int64_t count = static_cast<int64_t>(prompts.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads.count())
-  for (int64_t i = 0; i < count; ++i) {
+  const int64_t count = static_cast<int64_t>(groups.size());
+  // Whole groups per thread: no barrier inside a decode. An exception cannot
+  // leave an OpenMP region, so the first one is carried out and rethrown.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t k = 0; k < count; ++k) {
     try {
-      results[static_cast<size_t>(i)] =
-          decode(image, prompts[static_cast<size_t>(i)], multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
+      const auto [first, n] = groups[static_cast<size_t>(k)];
+      std::vector<MaskPrediction> decoded =
+          decode(image, prompts.data() + first, n, multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
+      for (size_t g = 0; g < n; ++g) {
+        if (then) then(decoded[g]);
+        results[first + g] = std::move(decoded[g]);
+      }
     } catch (...) {
 #pragma omp critical(sam_heads_failure)
       if (!failure) failure = std::current_exception();

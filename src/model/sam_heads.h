@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -76,10 +77,18 @@ class SamHeads {
                                                     std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
 
  private:
-  // Everything but the upscaling to the original size: masks is left empty and
-  // the selected low-res logits (unclamped) are returned in low_res_masks.
-  MaskPrediction decode(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w, int orig_h,
-                        int threads, std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
+  // Everything but the upscaling to the original size for `count` prompts: one
+  // (any), or several without mask input, decoded in lockstep. masks is left
+  // empty and the selected low-res logits (unclamped) are returned in low_res_masks.
+  std::vector<MaskPrediction> decode(const DecoderImageState& image, const Prompt* prompts, size_t count,
+                                     bool multimask, int orig_w, int orig_h, int threads,
+                                     std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
+  // decode over a batch in groups shared by `threads` workers, `then` applied to
+  // each prediction (when given) on the worker that made it.
+  std::vector<MaskPrediction> decode_in_groups(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+                                               bool multimask, int orig_w, int orig_h, int threads,
+                                               std::optional<float> skip_masks_iou_at_most,
+                                               const std::function<void(MaskPrediction&)>& then) const;
 
   ModelConfig config_;
   PromptEncoder prompt_encoder_;

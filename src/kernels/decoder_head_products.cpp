@@ -40,7 +40,31 @@ bool fits_fast_path(int64_t heads, int64_t head_dim, int64_t per_head) {
     spread[d] = _mm512_setr_epi32(d, d, d, d, d, d, d, d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d,
                                   16 + d);
   }
-  for (int64_t i = 0; i < a.rows; ++i) {
+  // Each output is one chain of 16 dependent FMAs; four rows at a time keep four
+  // chains in flight (one chain alone waits on the FMA latency at every step).
+  constexpr int64_t kRowsInFlight = 4;
+  int64_t i = 0;
+  for (; i + kRowsInFlight <= a.rows; i += kRowsInFlight) {
+    for (int64_t p = 0; p < pairs; ++p) {
+      __m512 head0[kRowsInFlight], head1[kRowsInFlight], acc[kRowsInFlight];
+      for (int64_t k = 0; k < kRowsInFlight; ++k) {
+        const float* x = a.x + (i + k) * a.ldx + 2 * p * kFastHeadDim;
+        head0[k] = _mm512_loadu_ps(x);
+        head1[k] = _mm512_loadu_ps(x + kFastHeadDim);
+        acc[k] = _mm512_mul_ps(_mm512_permutex2var_ps(head0[k], spread[0], head1[k]), _mm512_load_ps(vt[p][0]));
+      }
+      for (int d = 1; d < kFastHeadDim; ++d) {
+        const __m512 v = _mm512_load_ps(vt[p][d]);
+        for (int64_t k = 0; k < kRowsInFlight; ++k) {
+          acc[k] = _mm512_fmadd_ps(_mm512_permutex2var_ps(head0[k], spread[d], head1[k]), v, acc[k]);
+        }
+      }
+      for (int64_t k = 0; k < kRowsInFlight; ++k) {
+        _mm512_storeu_ps(a.out + (i + k) * a.ldo + 2 * p * kFastPerHead, acc[k]);
+      }
+    }
+  }
+  for (; i < a.rows; ++i) {
     const float* x = a.x + i * a.ldx;
     float* out = a.out + i * a.ldo;
     for (int64_t p = 0; p < pairs; ++p) {

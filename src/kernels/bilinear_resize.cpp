@@ -1,12 +1,16 @@
 #include "kernels/bilinear_resize.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <utility>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -53,6 +57,91 @@ Shape resized_shape(const Tensor& x, int64_t out_h, int64_t out_w) {
   return shape;
 }
 
+// Output rows per task of bilinear_resize.
+constexpr int64_t kOutputRowBand = 32;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+// GCC 12 flags its own AVX-512 intrinsics (masked loads) as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// out[j] = upper[j] * w_upper + lower[j] * w_lower (two products, then their sum).
+__attribute__((target("avx512f"))) void blend_rows_avx512(const float* upper, float w_upper, const float* lower,
+                                                          float w_lower, int64_t n, float* out) {
+  const __m512 wu = _mm512_set1_ps(w_upper), wl = _mm512_set1_ps(w_lower);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    _mm512_storeu_ps(out + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper + j), wu),
+                                            _mm512_mul_ps(_mm512_loadu_ps(lower + j), wl)));
+  }
+  for (; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
+}
+
+void blend_rows(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out) {
+  static const bool avx512 = best_simd_level() >= SimdLevel::avx512;
+  if (avx512) {
+    blend_rows_avx512(upper, w_upper, lower, w_lower, n, out);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
+}
+
+// The blend along x of one source row: out[j] = src[lo[j]] * w_lo[j] + src[hi[j]] * w_hi[j].
+// Where 16 consecutive outputs read at most 16 consecutive source values (any
+// enlargement), those are loaded once and both taps picked by permutes.
+class ColumnBlend {
+ public:
+  ColumnBlend(LinearTaps taps, int64_t in_w, bool avx512) : taps_(std::move(taps)), in_w_(in_w) {
+    const int64_t out_w = static_cast<int64_t>(taps_.lo.size());
+    for (int64_t j0 = 0; avx512 && j0 + 16 <= out_w; j0 += 16) {
+      const int64_t base = taps_.lo[static_cast<size_t>(j0)];
+      if (taps_.hi[static_cast<size_t>(j0 + 15)] - base >= 16) break;
+      Block block{.base = base, .lo = {}, .hi = {}};
+      for (int64_t k = 0; k < 16; ++k) {
+        block.lo[k] = static_cast<int32_t>(taps_.lo[static_cast<size_t>(j0 + k)] - base);
+        block.hi[k] = static_cast<int32_t>(taps_.hi[static_cast<size_t>(j0 + k)] - base);
+      }
+      blocks_.push_back(block);
+    }
+  }
+
+  void apply(const float* src, float* out) const {
+    if (!blocks_.empty()) apply_blocks_avx512(src, out);
+    const int64_t out_w = static_cast<int64_t>(taps_.lo.size());
+    for (int64_t j = 16 * static_cast<int64_t>(blocks_.size()); j < out_w; ++j) {
+      const auto k = static_cast<size_t>(j);
+      out[j] = src[taps_.lo[k]] * taps_.w_lo[k] + src[taps_.hi[k]] * taps_.w_hi[k];
+    }
+  }
+
+ private:
+  struct Block {
+    int64_t base;
+    int32_t lo[16], hi[16];
+  };
+
+  __attribute__((target("avx512f"))) void apply_blocks_avx512(const float* src, float* out) const {
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const Block& block = blocks_[b];
+      const int64_t left = in_w_ - block.base;
+      const __mmask16 valid =
+          left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+      const __m512 window = _mm512_maskz_loadu_ps(valid, src + block.base);
+      const __m512 lo = _mm512_permutexvar_ps(_mm512_loadu_si512(block.lo), window);
+      const __m512 hi = _mm512_permutexvar_ps(_mm512_loadu_si512(block.hi), window);
+      const float* w_lo = taps_.w_lo.data() + 16 * b;
+      const float* w_hi = taps_.w_hi.data() + 16 * b;
+      _mm512_storeu_ps(out + 16 * b, _mm512_add_ps(_mm512_mul_ps(lo, _mm512_loadu_ps(w_lo)),
+                                                   _mm512_mul_ps(hi, _mm512_loadu_ps(w_hi))));
+    }
+  }
+
+  LinearTaps taps_;
+  int64_t in_w_;
+  std::vector<Block> blocks_;
+};
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 
@@ -71,28 +160,32 @@ void bilinear_resize(const Tensor& x, Tensor& y) {
   }
   const int64_t in_h = x.dim(-2), in_w = x.dim(-1), planes = x.numel() / (in_h * in_w);
   const LinearTaps rows = linear_taps(in_h, out_h);
-  const LinearTaps cols = linear_taps(in_w, out_w);
+  const ColumnBlend cols(linear_taps(in_w, out_w), in_w, best_simd_level() >= SimdLevel::avx512);
   // Separable: each source row is interpolated along x once (not once per output
   // row that reads it), then output rows blend two of those. The float operations
-  // per output value are the same as blending the four taps directly.
-  const std::unique_ptr<float[]> along_x(new float[static_cast<size_t>(planes * in_h * out_w)]);
+  // per output value are the same as blending the four taps directly. Bands of
+  // output rows are the tasks: each blends the few source rows it reads into a
+  // per-thread buffer that stays in cache and is reused from call to call (a
+  // fresh one faulted in ~1 MB per mask).
+  const int64_t bands = (out_h + kOutputRowBand - 1) / kOutputRowBand;
   const bool parallel = planes * out_h * out_w > 65536;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t i = 0; i < in_h; ++i) {
-      const float* src = x.data() + (p * in_h + i) * in_w;
-      float* out = along_x.get() + (p * in_h + i) * out_w;
-      for (int64_t j = 0; j < out_w; ++j) out[j] = src[cols.lo[j]] * cols.w_lo[j] + src[cols.hi[j]] * cols.w_hi[j];
-    }
-  }
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t i = 0; i < out_h; ++i) {
-      const float* upper = along_x.get() + (p * in_h + rows.lo[i]) * out_w;
-      const float* lower = along_x.get() + (p * in_h + rows.hi[i]) * out_w;
-      const float wt = rows.w_lo[i], wb = rows.w_hi[i];
-      float* out = y.data() + (p * out_h + i) * out_w;
-      for (int64_t j = 0; j < out_w; ++j) out[j] = upper[j] * wt + lower[j] * wb;
+    for (int64_t band = 0; band < bands; ++band) {
+      const int64_t first = band * kOutputRowBand, last = std::min(out_h, first + kOutputRowBand);
+      const int64_t src_first = rows.lo[static_cast<size_t>(first)];
+      const int64_t src_rows = rows.hi[static_cast<size_t>(last - 1)] - src_first + 1;
+      thread_local std::vector<float> along_x;
+      along_x.resize(std::max(along_x.size(), static_cast<size_t>(src_rows * out_w)));
+      for (int64_t i = 0; i < src_rows; ++i) {
+        cols.apply(x.data() + (p * in_h + src_first + i) * in_w, along_x.data() + i * out_w);
+      }
+      for (int64_t i = first; i < last; ++i) {
+        const auto k = static_cast<size_t>(i);
+        blend_rows(along_x.data() + (rows.lo[k] - src_first) * out_w, rows.w_lo[k],
+                   along_x.data() + (rows.hi[k] - src_first) * out_w, rows.w_hi[k], out_w,
+                   y.data() + (p * out_h + i) * out_w);
+      }
     }
   }
 }

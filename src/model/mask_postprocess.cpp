@@ -90,7 +90,10 @@ void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill) {
 }
 
 Tensor clamp_low_res_logits(const Tensor& low_res) {
-  Tensor y(low_res.shape());
+  // Pooled and not zeroed first, as the upscaled masks: a batch asks for 0.75 MB
+  // per prompt, and fresh memory faults on first touch.
+  static BufferPool pool;
+  Tensor y = pool.tensor(low_res.shape());
   std::transform(low_res.begin(), low_res.end(), y.begin(),
                  [](float v) { return std::clamp(v, -kLowResClamp, kLowResClamp); });
   return y;

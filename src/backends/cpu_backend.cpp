@@ -117,7 +117,7 @@ void CpuBackend::add_rows(DeviceTensor& x, const DeviceTensor& rows) {
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(row_size));
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 4)
     for (int64_t y = 0; y < height; ++y) {
       source->row(y, row.data());
       float* dst = data + y * row_size;

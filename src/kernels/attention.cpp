@@ -55,7 +55,7 @@ struct PackedKeysValues {
     packed.values_per_head = bf16_pairs_size(a.nk, a.head_dim);
     grow(packed.key_pairs, a.heads * packed.keys_per_head);
     grow(packed.value_pairs, a.heads * packed.values_per_head);
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int64_t h = 0; h < a.heads; ++h) {
       pack_bf16_pairs_transposed(a.k + h * a.head_dim, a.ldk, a.head_dim, a.nk,
                                  packed.key_pairs.data() + h * packed.keys_per_head);

@@ -34,7 +34,7 @@ Tensor conv2d_to_hwc(const Tensor& input, const Tensor& weight, const Tensor& bi
   const int64_t patch = cin * kh * kw;
   Tensor patches = pool ? pool->tensor({oh * ow, patch}) : Tensor({oh * ow, patch});
   const float* src = input.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 4)
   for (int64_t oy = 0; oy < oh; ++oy) {
     for (int64_t ox = 0; ox < ow; ++ox) {
       float* row = patches.data() + (oy * ow + ox) * patch;

@@ -11,7 +11,7 @@ void add_inplace(Tensor& x, const Tensor& y) {
   float* a = x.data();
   const float* b = y.data();
   const int64_t n = x.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(dynamic, 1 << 14) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 
@@ -22,7 +22,7 @@ void add_channel_vector_inplace(Tensor& x, const Tensor& bias) {
   }
   const int64_t tokens = x.numel() / c;
   float* a = x.data();
-#pragma omp parallel for schedule(static) if (x.numel() > (1 << 16))
+#pragma omp parallel for schedule(dynamic, 256) if (x.numel() > (1 << 16))
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t i = 0; i < c; ++i) a[t * c + i] += bias[i];
 }

@@ -123,7 +123,7 @@ Tensor upsample_nearest2x_hwc(const Tensor& hwc) {
   const int64_t h = hwc.dim(0), w = hwc.dim(1), c = hwc.dim(2);
   Tensor out({2 * h, 2 * w, c});
   const size_t bytes = static_cast<size_t>(c) * sizeof(float);
-#pragma omp parallel for schedule(static) if (out.numel() > (1 << 16))
+#pragma omp parallel for schedule(dynamic, 4) if (out.numel() > (1 << 16))
   for (int64_t oy = 0; oy < 2 * h; ++oy) {
     for (int64_t ox = 0; ox < 2 * w; ++ox) {
       std::memcpy(out.data() + (oy * 2 * w + ox) * c, hwc.data() + ((oy / 2) * w + ox / 2) * c, bytes);
@@ -139,7 +139,7 @@ void add_upsampled_nearest2x_inplace(Tensor& x, const Tensor& coarse) {
                 shape_to_string(coarse.shape()));
   }
   const int64_t h = x.dim(0), w = x.dim(1), c = x.dim(2), cw = coarse.dim(1);
-#pragma omp parallel for schedule(static) if (x.numel() > (1 << 16))
+#pragma omp parallel for schedule(dynamic, 4) if (x.numel() > (1 << 16))
   for (int64_t y = 0; y < h; ++y) {
     for (int64_t xx = 0; xx < w; ++xx) {
       float* dst = x.data() + (y * w + xx) * c;

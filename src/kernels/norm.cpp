@@ -98,7 +98,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   if (weight.numel() != c || bias.numel() != c) throw Error("layer_norm: weight size does not match input");
   const int64_t rows = x.numel() / c;
   Tensor y(x.shape());
-#pragma omp parallel for schedule(static) if (rows > 256)
+#pragma omp parallel for schedule(dynamic, 64) if (rows > 256)
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x.data() + r * c;
     float* out = y.data() + r * c;
@@ -125,7 +125,7 @@ Tensor layer_norm_2d(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   for (int64_t b = 0; b < n; ++b) {
     const float* in = x.data() + b * c * hw;
     float* out = y.data() + b * c * hw;
-#pragma omp parallel for schedule(static) if (hw > 1024)
+#pragma omp parallel for schedule(dynamic, 256) if (hw > 1024)
     for (int64_t p = 0; p < hw; ++p) {
       double sum = 0.0;
       for (int64_t i = 0; i < c; ++i) sum += in[i * hw + p];

@@ -28,7 +28,7 @@ void window_partition_into(const Tensor& hwc, int64_t window, const float* pad_t
   const int64_t nwh = windows_along(h, window), nww = windows_along(w, window);
   expect_shape(out, {nwh * nww, window, window, c}, "window_partition");
   const size_t token_bytes = static_cast<size_t>(c) * sizeof(float);
-#pragma omp parallel for collapse(2) schedule(static) if (out.numel() > (1 << 16))
+#pragma omp parallel for collapse(2) schedule(dynamic, 4) if (out.numel() > (1 << 16))
   for (int64_t wy = 0; wy < nwh; ++wy) {
     for (int64_t y = 0; y < window; ++y) {
       const int64_t gy = wy * window + y;
@@ -69,7 +69,7 @@ void window_unpartition_into(const Tensor& windows, int64_t window, int64_t heig
                 " grid");
   }
   expect_shape(out, {height, width, c}, "window_unpartition");
-#pragma omp parallel for schedule(static) if (out.numel() > (1 << 16))
+#pragma omp parallel for schedule(dynamic, 4) if (out.numel() > (1 << 16))
   for (int64_t gy = 0; gy < height; ++gy) {
     const int64_t wy = gy / window, y = gy % window;
     for (int64_t wx = 0; wx < nww; ++wx) {
@@ -96,7 +96,7 @@ void max_pool2x2_into(const Tensor& x, int64_t channel_offset, int64_t channels,
   }
   const int64_t oh = h / 2, ow = w / 2;
   expect_shape(out, {n, oh, ow, channels}, "max_pool2x2");
-#pragma omp parallel for collapse(2) schedule(static) if (out.numel() > (1 << 15))
+#pragma omp parallel for collapse(2) schedule(dynamic, 4) if (out.numel() > (1 << 15))
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t oy = 0; oy < oh; ++oy) {
       for (int64_t ox = 0; ox < ow; ++ox) {

@@ -13,29 +13,40 @@ namespace sam2rt {
 
 namespace {
 
-// Columns [first, first + Lanes) of x.
-template <int Lanes>
-[[gnu::always_inline]] inline void softmax_column_block(float* x, int64_t rows, int64_t ld, int64_t first) {
+// Columns [first, first + Blocks * Lanes) of x, walked a row at a time: the
+// blocks' chains of max and sum run side by side, and each pass reads whole
+// rows instead of one cache line of every row per block.
+template <int Lanes, int Blocks>
+[[gnu::always_inline]] inline void softmax_column_blocks(float* x, int64_t rows, int64_t ld, int64_t first) {
   using V = typename simd::Types<Lanes>::F;
   using VI = typename simd::Types<Lanes>::I;
   float* const top = x + first;
-  V max = simd::load<V>(top);
-  for (int64_t r = 1; r < rows; ++r) max = simd::max(max, simd::load<V>(top + r * ld));
-  V sum = simd::splat<V>(0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    const V e = simd::exp<V, VI>(simd::load<V>(top + r * ld) - max);
-    simd::store(top + r * ld, e);
-    sum += e;
-  }
-  const V inv = simd::splat<V>(1.0f) / sum;
-  for (int64_t r = 0; r < rows; ++r) simd::store(top + r * ld, simd::load<V>(top + r * ld) * inv);
+  V max[Blocks], sum[Blocks];
+  for (int b = 0; b < Blocks; ++b) max[b] = simd::load<V>(top + b * Lanes);
+  for (int64_t r = 1; r < rows; ++r)
+    for (int b = 0; b < Blocks; ++b) max[b] = simd::max(max[b], simd::load<V>(top + r * ld + b * Lanes));
+  for (int b = 0; b < Blocks; ++b) sum[b] = simd::splat<V>(0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int b = 0; b < Blocks; ++b) {
+      const V e = simd::exp<V, VI>(simd::load<V>(top + r * ld + b * Lanes) - max[b]);
+      simd::store(top + r * ld + b * Lanes, e);
+      sum[b] += e;
+    }
+  V inv[Blocks];
+  for (int b = 0; b < Blocks; ++b) inv[b] = simd::splat<V>(1.0f) / sum[b];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int b = 0; b < Blocks; ++b) {
+      simd::store(top + r * ld + b * Lanes, simd::load<V>(top + r * ld + b * Lanes) * inv[b]);
+    }
 }
 
 template <int Lanes>
 [[gnu::always_inline]] inline void softmax_columns_body(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  constexpr int kBlocks = 4;
   int64_t c = 0;
-  for (; c + Lanes <= cols; c += Lanes) softmax_column_block<Lanes>(x, rows, ld, c);
-  for (; c < cols; ++c) softmax_column_block<1>(x, rows, ld, c);
+  for (; c + kBlocks * Lanes <= cols; c += kBlocks * Lanes) softmax_column_blocks<Lanes, kBlocks>(x, rows, ld, c);
+  for (; c + Lanes <= cols; c += Lanes) softmax_column_blocks<Lanes, 1>(x, rows, ld, c);
+  for (; c < cols; ++c) softmax_column_blocks<1, 1>(x, rows, ld, c);
 }
 
 [[gnu::target("avx512f")]] void softmax_columns_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {

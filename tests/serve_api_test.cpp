@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -513,6 +514,24 @@ class ServeApiHttp : public ::testing::Test {
 };
 
 ServerProcess* ServeApiHttp::server_ = nullptr;
+
+// The CLI starts itself again with the environment the engine runs best in
+// (tools/engine_environment.h): huge pages for glibc's large allocations, and
+// libgomp's spinning shortened unless the caller chose a wait policy.
+TEST_F(ServeApiHttp, RunsWithTheEngineEnvironment) {
+  std::ifstream file("/proc/" + std::to_string(server_->pid()) + "/environ", std::ios::binary);
+  ASSERT_TRUE(file) << "no /proc entry for the server";
+  std::map<std::string, std::string> environment;
+  for (std::string entry; std::getline(file, entry, '\0');) {
+    const size_t equals = entry.find('=');
+    if (equals != std::string::npos) environment[entry.substr(0, equals)] = entry.substr(equals + 1);
+  }
+  EXPECT_NE(environment["GLIBC_TUNABLES"].find("glibc.malloc.hugetlb=1"), std::string::npos)
+      << environment["GLIBC_TUNABLES"];
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    EXPECT_EQ(environment["GOMP_SPINCOUNT"], "10000");
+  }
+}
 
 TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
   EXPECT_TRUE(std::regex_match(server_->url(), std::regex(R"(http://127\.0\.0\.1:\d+/)"))) << server_->url();

@@ -71,6 +71,7 @@ class ServerProcess {
   }
 
   const std::string& url() const { return url_; }
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
   httplib::Client client() const {

@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "io/image_too_large.h"
-#include "openmp_spin.h"
+#include "engine_environment.h"
 #include "suggestions.h"
 
 namespace {
@@ -32,7 +32,7 @@ int report_error(const std::string& message, int exit_code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sam2rt::cli::restart_with_shared_machine_spin(argc, argv);
+  sam2rt::cli::restart_with_engine_environment(argc, argv);
   // A batch frees and allocates its per-prompt buffers again and again; glibc by
   // default returns such memory to the kernel, and touching it again costs a page
   // fault per 4 KiB (~11 us here). Keep freed memory in the process instead.

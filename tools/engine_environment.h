@@ -1,0 +1,17 @@
+#pragma once
+
+namespace sam2rt::cli {
+
+// The process environment the engine runs best in, read by libraries before
+// main (so set by starting this program again in place, once, for the commands
+// that run the engine):
+// - GOMP_SPINCOUNT: how long an idle OpenMP thread spins before it sleeps,
+//   chosen for a shared machine, unless the user chose (OMP_WAIT_POLICY or
+//   GOMP_SPINCOUNT);
+// - GLIBC_TUNABLES glibc.malloc.hugetlb=1: glibc's large allocations ask for
+//   transparent huge pages, unless the user's GLIBC_TUNABLES sets it.
+// Returns when nothing was to be done or the restart failed (then the
+// libraries' defaults stay).
+void restart_with_engine_environment(int argc, char** argv);
+
+}  // namespace sam2rt::cli

@@ -49,7 +49,7 @@ TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
     const int64_t ldy = columns + 5;
     const Tensor weight = random_tensor({columns, in}, 41), bias = random_tensor({columns}, 42);
     const Tensor packed = pack_small_rows_weight(weight);
-    for (int64_t rows = 1; rows <= 16; ++rows) {
+    for (const int64_t rows : {1, 2, 5, 8, 9, 16, 17, 31, 32, 33, 64}) {
       ASSERT_TRUE(small_rows_linear_applies(rows));
       const Tensor x = random_tensor({rows, ldx}, 43);
       Tensor got = Tensor::filled({rows, ldy}, 9.0f), want = got.clone(), via_reference = got.clone();
@@ -69,7 +69,7 @@ TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
       for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(got[r * ldy + columns], 9.0f);
     }
   }
-  EXPECT_FALSE(small_rows_linear_applies(17));
+  EXPECT_FALSE(small_rows_linear_applies(65));
 }
 
 // SAM 2.1's shape (4 masks of 32 channels: the four-pixel path and a tail), fewer

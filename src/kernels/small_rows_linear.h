@@ -7,7 +7,7 @@
 namespace sam2rt {
 
 // A Linear layer applied to a handful of rows (the mask decoder's tokens: 1 to
-// ~16 rows against a 256 x 256 or 256 x 2048 weight). A GEMM library call costs
+// 64 rows, a few prompts' tokens stacked, against a 256 x 256 or 256 x 2048 weight). A GEMM library call costs
 // more in dispatch and in packing the weight for every call than its few hundred
 // thousand products; here the weight is packed once (pack_small_rows_weight) into
 // blocks of kSmallRowsColumns output columns, each block's [in, 32] values one

@@ -9,6 +9,7 @@
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
+#include "kernels/small_rows_linear.h"
 #include "kernels/softmax.h"
 #include "kernels/softmax_columns.h"
 #include "kernels/stage_profile.h"
@@ -258,6 +259,32 @@ std::vector<Tensor> attend_projected_rows(const DecoderAttention& attn, const st
   return out;
 }
 
+// A block's token MLP and norm3 on every prompt's tokens (queries[g] += mlp,
+// then norm3). Where the small-rows kernel takes all of them at once, their rows
+// are stacked so that the MLP's weights (4 MB for Tiny) are read once per group;
+// each row's arithmetic is the same either way.
+void add_token_mlp(const TwoWayAttentionBlock& block, std::vector<Tensor>& queries, int threads) {
+  int64_t rows = 0;
+  for (const Tensor& q : queries) rows += q.dim(0);
+  if (queries.size() == 1 || !small_rows_linear_applies(rows)) {
+    for (Tensor& q : queries) q = block.norm3(add(q, block.mlp(q, threads)));
+    return;
+  }
+  const int64_t c = queries.front().dim(1);
+  Tensor stacked = Tensor::uninitialized({rows, c});
+  int64_t row = 0;
+  for (const Tensor& q : queries) {
+    std::copy_n(q.data(), q.numel(), stacked.data() + row * c);
+    row += q.dim(0);
+  }
+  const Tensor mlp_out = block.mlp(stacked, threads);
+  row = 0;
+  for (Tensor& q : queries) {
+    q = block.norm3(add(q, mlp_out.rows(row, q.dim(0))));
+    row += q.dim(0);
+  }
+}
+
 }  // namespace
 
 LowRankTwoWayTransformer::LowRankTwoWayTransformer(const TwoWayTransformer& transformer)
@@ -387,7 +414,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   }
   {
     ScopedStage stage("decoder: token MLP");
-    for (Tensor& q : queries) q = first_.norm3(add(q, first_.mlp(q, threads)));
+    add_token_mlp(first_, queries, threads);
   }
 
   // Block 0's image -> token attention and norm4, factored:
@@ -472,7 +499,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   }
   {
     ScopedStage stage("decoder: token MLP");
-    for (Tensor& q : queries) q = second_.norm3(add(q, second_.mlp(q, threads)));
+    add_token_mlp(second_, queries, threads);
   }
 
   // Block 1's image -> token attention and norm4, factored: with

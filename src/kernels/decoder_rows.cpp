@@ -33,6 +33,18 @@ __attribute__((target("avx2"))) void scale_add_avx2(float s, const float* x, con
   for (; j < c; ++j) out[j] = s * x[j] + y[j];
 }
 
+// The same with sixteen floats at a time (the scale-and-add passes stream the
+// per-image arrays: half the instructions per byte).
+__attribute__((target("avx512f"))) void scale_add_avx512(float s, const float* x, const float* y, int64_t c,
+                                                         float* out) {
+  const __m512 scale = _mm512_set1_ps(s);
+  int64_t j = 0;
+  for (; j + 16 <= c; j += 16) {
+    _mm512_storeu_ps(out + j, _mm512_add_ps(_mm512_mul_ps(scale, _mm512_loadu_ps(x + j)), _mm512_loadu_ps(y + j)));
+  }
+  for (; j < c; ++j) out[j] = s * x[j] + y[j];
+}
+
 // dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes in
 // order: the same sums on every path, and 16 independent additions per step
 // instead of one dependent chain. Products of floats are exact in double.
@@ -129,12 +141,15 @@ void add_rows_inplace(float* x, const float* y, int64_t count) { add_rows(x, y, 
 void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
                     int64_t c, float* out, int64_t ldo) {
   static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
   for (int64_t r = 0; r < rows; ++r) {
     const float s = scale[r];
     const float* xr = x + r * ldx;
     const float* yr = y + r * ldy;
     float* o = out + r * ldo;
-    if (has_avx2) {
+    if (has_avx512) {
+      scale_add_avx512(s, xr, yr, c, o);
+    } else if (has_avx2) {
       scale_add_avx2(s, xr, yr, c, o);
     } else {
       for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];

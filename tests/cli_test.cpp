@@ -11,10 +11,12 @@
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "cli_goldens.h"
 #include "cli_runner.h"
+#include "scoped_environment.h"
 #include "core/tensor_compare.h"
 #include "io/image.h"
 #include "io/safetensors.h"
@@ -468,6 +470,33 @@ TEST(Cli, BenchJsonHoldsTheDocumentedFields) {
   }
   EXPECT_EQ(report["precision"], "fp32");
   EXPECT_GT(report["load_ms"].get<double>(), 0.0);
+}
+
+// Beside another busy program, compute threads that the kernel leaves on one CPU
+// run at half speed (compute_thread_placement.h): bench pins one per CPU when
+// its team fills the CPUs the process may use, and not otherwise.
+TEST(Cli, BenchPinsOneComputeThreadPerCpu) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const int cpus = CPU_COUNT(&allowed);
+  if (cpus < 2) GTEST_SKIP() << "one CPU: nothing to place";
+  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"}) {
+    if (std::getenv(name) != nullptr) GTEST_SKIP() << name << " is set: the user's placement is kept";
+  }
+  ScratchDir s("bench_pinned");
+  const auto pinned = [&](const std::string& threads) {
+    const CliResult r = run_cli({"bench", "--model", micro_pt(), "--config", micro_yaml(), "--warmup", "0", "--runs",
+                                 "1", "--batch", "1", "--threads", threads, "--json", s.file("bench.json")},
+                                s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(read_text(s.file("bench.json")))["threads_pinned"].get<bool>();
+  };
+  EXPECT_TRUE(pinned(std::to_string(cpus)));
+  EXPECT_FALSE(pinned("1"));
+  {
+    const ScopedEnvironment user_choice("OMP_PROC_BIND", "false");
+    EXPECT_FALSE(pinned(std::to_string(cpus)));
+  }
 }
 
 // Issue acceptance: one tiny prompt end to end from the photo, through the CLI.

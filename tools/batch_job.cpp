@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "bounded_queue.h"
+#include "compute_thread_placement.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "model_options.h"
@@ -164,8 +165,12 @@ void remove_stale_temporaries(const std::vector<BatchItem>& items, const std::ve
 }
 
 // The reader and writer threads do little arithmetic: one OpenMP thread each, so
-// that the compute threads keep the cores.
-void use_one_compute_thread() { omp_set_num_threads(1); }
+// that the compute threads keep the cores, and free to run on any CPU (not only
+// on the pinned main thread's).
+void start_helper_thread() {
+  omp_set_num_threads(1);
+  let_thread_run_anywhere();
+}
 
 }  // namespace
 
@@ -193,7 +198,7 @@ int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, 
   size_t failed = 0;
   double stage_ms[3] = {0, 0, 0};  // read, compute, write: summed over the items processed
   std::jthread reader([&] {
-    use_one_compute_thread();
+    start_helper_thread();
     for (const size_t index : todo) {
       InFlight<BatchCompute> next;
       next.index = index;
@@ -209,7 +214,7 @@ int run_batch(const BatchOptions& options, const std::vector<BatchItem>& items, 
     read_queue.close();
   });
   std::jthread writer([&] {
-    use_one_compute_thread();
+    start_helper_thread();
     BatchProgress progress(items.size());
     size_t done = items.size() - todo.size(), processed = 0;
     while (std::optional<InFlight<BatchWrite>> item = write_queue.pop()) {

@@ -11,6 +11,7 @@
 #include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "commands.h"
+#include "compute_thread_placement.h"
 #include "core/tensor_compare.h"
 #include "io/atomic_file.h"
 #include "kernels/stage_profile.h"
@@ -148,6 +149,7 @@ struct BenchCommand {
 
   void run() const {
     if (model.threads > 0) omp_set_num_threads(model.threads);
+    const bool pinned = place_compute_threads(model.threads);
     // Two steps, timed apart: getting the weights (generating synthetic ones is
     // real work that a checkpoint in the page cache does not cost) and building
     // the model from them (what "ready to run" costs either way).
@@ -166,9 +168,9 @@ struct BenchCommand {
 
     Predictor predictor(loaded);
     const std::string device = loaded->encoder().backend().description();
-    std::printf("sam2rt bench: %s, %dx%d image, %s, %s, %d threads, %d warm-up + %d timed runs\n",
+    std::printf("sam2rt bench: %s, %dx%d image, %s, %s, %d threads%s, %d warm-up + %d timed runs\n",
                 model.source().describe().c_str(), image.width, image.height, model.precision.c_str(), device.c_str(),
-                omp_get_max_threads(), warmup, runs);
+                omp_get_max_threads(), pinned ? " (one per CPU, pinned)" : "", warmup, runs);
     const EncodeOptions options{.precision = model.encoder_precision()};
     // The first encode also makes the GEMM primitives (and converts the weights
     // for bf16) and faults in the scratch buffers; the warm-up runs absorb it.
@@ -274,6 +276,7 @@ struct BenchCommand {
                                {"ops_total", ops.ops},
                                {"ops_on_device", ops.ops_on_device},
                                {"threads", omp_get_max_threads()},
+                               {"threads_pinned", pinned},
                                {"image", image_path.empty() ? "synthetic gradient" : image_path},
                                {"image_width", image.width},
                                {"image_height", image.height},

@@ -447,7 +447,9 @@ void serve(const ServeOptions& options) {
   // Blocked before any thread (OpenMP's included) starts, so every thread inherits it.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto model = options.model.load();
+  ModelOptions unpinned = options.model;
+  unpinned.pin_compute_threads = false;
+  auto model = unpinned.load();
   SegmentServer api(options, model);
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };

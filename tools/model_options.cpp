@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "backends/make_backend.h"
+#include "compute_thread_placement.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "model/synthetic_weights.h"
@@ -85,6 +86,7 @@ ModelSource ModelOptions::source() const {
 std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   encoder_precision();  // refuse a precision this CPU cannot run before loading anything
   if (threads > 0) omp_set_num_threads(threads);
+  if (pin_compute_threads) place_compute_threads(threads);
   const ModelSource src = source();
   std::shared_ptr<Backend> encoder_backend = backend();
   const auto start = std::chrono::steady_clock::now();

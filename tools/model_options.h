@@ -27,6 +27,9 @@ struct ModelOptions {
   std::string precision = precision_name(Precision::fp32);
   std::string device = "cpu";
   int gpu_index = 0;
+  // One CPU per compute thread (compute_thread_placement.h); `serve` turns it
+  // off: each of its request threads leads a team of its own.
+  bool pin_compute_threads = true;
 
   void add_to(CLI::App& command);
   void add_device_to(CLI::App& command);
@@ -40,7 +43,7 @@ struct ModelOptions {
   Precision encoder_precision() const;
   // How a device stores tensors and weights: fp16 with --precision fp16.
   DevicePrecision device_precision() const;
-  // Applies --threads, loads and validates the model; prints what was loaded (the
+  // Applies --threads (and the thread placement), loads and validates the model; prints what was loaded (the
   // variant detected from the checkpoint, and a warning that synthetic weights
   // give meaningless masks) to stderr.
   std::shared_ptr<const Sam2Model> load() const;

@@ -1,10 +1,18 @@
 #version 450
 #include "storage.glsl"
 // A Linear layer on a band of rows: y[r, o] = epilogue(sum_k x[r, k] w[o, k] + b[o]),
-// W in PyTorch's [out, in] layout. One invocation per output, sequential fp32
-// accumulation, no barriers (the fastest form on lavapipe, and the exact path).
+// W in PyTorch's [out, in] layout. No barriers and no shared memory (the
+// fastest form on lavapipe, and the exact path): each invocation computes 4x4
+// outputs (rows ty + 16 i, outputs tx + 16 j of the workgroup's 64x64 tile, as
+// matmul_tiled.comp), so each value it reads serves four products instead of
+// one; on lavapipe, where every read of a lane is a gather, that is most of the
+// time. Each output sums its products sequentially in k order in fp32.
 // Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...).
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x = 16, local_size_y = 16) in;
+
+const uint kTile = 64;  // outputs and rows per workgroup
+const uint kPer = 4;    // outputs and rows per invocation
 
 layout(std430, binding = 0) readonly buffer X { ELEMENT x[]; };
 layout(std430, binding = 1) readonly buffer W { ELEMENT w[]; };
@@ -31,17 +39,39 @@ precise float erfc_fit(float z) {
 }
 
 void main() {
-  uint o = gl_GlobalInvocationID.x, r = gl_GlobalInvocationID.y;
-  if (o >= p.out_features || r >= p.rows) return;
-  uint xi = p.x_base + r * p.ldx, wi = p.w_base + o * p.in_features;
-  float acc = 0.0;
-  for (uint k = 0; k < p.in_features; ++k) acc += float(x[xi + k]) * float(w[wi + k]);
-  if (p.has_bias != 0) acc += float(b[p.b_base + o]);
-  uint yi = p.y_base + r * p.ldy + o;
-  if (p.epilogue == 1) {
-    acc = 0.5 * acc * erfc_fit(-acc * 0.70710678118654752);
-  } else if (p.epilogue == 2) {
-    acc += float(y[yi]);
+  uint o0 = gl_WorkGroupID.x * kTile + gl_LocalInvocationID.x;
+  uint r0 = gl_WorkGroupID.y * kTile + gl_LocalInvocationID.y;
+  // Rows and outputs past the end read the last valid one (their sums are not stored).
+  uint xi[kPer], wi[kPer];
+  [[unroll]] for (uint i = 0; i < kPer; ++i) xi[i] = p.x_base + min(r0 + 16 * i, p.rows - 1) * p.ldx;
+  [[unroll]] for (uint j = 0; j < kPer; ++j) wi[j] = p.w_base + min(o0 + 16 * j, p.out_features - 1) * p.in_features;
+  float acc[kPer][kPer];
+  [[unroll]] for (uint i = 0; i < kPer; ++i) {
+    [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] = 0.0;
   }
-  y[yi] = ELEMENT(acc);
+  for (uint k = 0; k < p.in_features; ++k) {
+    float xs[kPer], ws[kPer];
+    [[unroll]] for (uint i = 0; i < kPer; ++i) xs[i] = float(x[xi[i] + k]);
+    [[unroll]] for (uint j = 0; j < kPer; ++j) ws[j] = float(w[wi[j] + k]);
+    [[unroll]] for (uint i = 0; i < kPer; ++i) {
+      [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] += xs[i] * ws[j];
+    }
+  }
+  [[unroll]] for (uint i = 0; i < kPer; ++i) {
+    uint r = r0 + 16 * i;
+    if (r >= p.rows) continue;
+    [[unroll]] for (uint j = 0; j < kPer; ++j) {
+      uint o = o0 + 16 * j;
+      if (o >= p.out_features) continue;
+      float sum = acc[i][j];
+      if (p.has_bias != 0) sum += float(b[p.b_base + o]);
+      uint yi = p.y_base + r * p.ldy + o;
+      if (p.epilogue == 1) {
+        sum = 0.5 * sum * erfc_fit(-sum * 0.70710678118654752);
+      } else if (p.epilogue == 2) {
+        sum += float(y[yi]);
+      }
+      y[yi] = ELEMENT(sum);
+    }
+  }
 }

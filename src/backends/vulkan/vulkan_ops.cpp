@@ -15,8 +15,7 @@ namespace sam2rt {
 namespace {
 
 // Must match the shaders' workgroup sizes.
-constexpr uint32_t kMatmulTile = 16;       // matmul.comp: outputs and rows per workgroup
-constexpr uint32_t kTiledMatmulTile = 64;  // matmul_tiled.comp
+constexpr uint32_t kMatmulTile = 64;  // matmul.comp and matmul_tiled.comp: outputs and rows per workgroup
 constexpr uint32_t kRowGroup = 64;
 constexpr int64_t kMaxHeadDim = 128;  // attention.comp, windowed_attention.comp
 
@@ -186,10 +185,9 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
   const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
-  const uint32_t tile = tiled_ ? kTiledMatmulTile : kMatmulTile;
   const int64_t band = std::min<int64_t>(
       {rows, static_cast<int64_t>(usable / widest_row),
-       static_cast<int64_t>(tile) * context_.limits().max_workgroup_count[1]});
+       static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
   if (band < 1) {
     throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " elements exceeds the " +
                 std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
@@ -209,7 +207,7 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
                           static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
                           static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
     recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
-                      {groups_for(out, tile), groups_for(n, tile), 1});
+                      {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
   }
 }
 

@@ -1,5 +1,4 @@
 #include <CLI/CLI.hpp>
-#include <malloc.h>
 
 #include <cstdio>
 #include <exception>
@@ -7,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "api/process_memory.h"
 #include "core/error.h"
 #include "io/image_too_large.h"
 #include "engine_environment.h"
@@ -33,11 +33,8 @@ int report_error(const std::string& message, int exit_code) {
 
 int main(int argc, char** argv) {
   sam2rt::cli::restart_with_engine_environment(argc, argv);
-  // A batch frees and allocates its per-prompt buffers again and again; glibc by
-  // default returns such memory to the kernel, and touching it again costs a page
-  // fault per 4 KiB (~11 us here). Keep freed memory in the process instead.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // A batch frees and allocates its per-prompt buffers again and again.
+  sam2rt::keep_freed_memory_in_process();
   CLI::App app{
       "sam2rt: Segment Anything 2.1 (image path) in C++.\n"
       "Encode a photo once with the Hiera image encoder, then turn clicks and boxes into masks.\n"

@@ -72,6 +72,7 @@ def _compute_threads(spec):
 
 
 def _load_engine(spec):
+    _sam2rt.keep_freed_memory_in_process()  # this process runs the job's images one after another
     try:
         model = _sam2rt.BatchModel.load(spec.checkpoint, spec.synthetic_salt, spec.variant, spec.config_path,
                                         spec.precision, spec.max_image_pixels)

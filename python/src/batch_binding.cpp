@@ -8,6 +8,7 @@
 #include "api/amg_json.h"
 #include "api/automatic_mask_generator.h"
 #include "api/feature_encoder.h"
+#include "api/process_memory.h"
 #include "bindings.h"
 #include "compute_threads.h"
 #include "core/error.h"
@@ -211,6 +212,10 @@ void bind_batch(py::module_& module) {
       .def(py::init<BatchModel, const py::dict&, const std::string&>(), py::arg("model"), py::arg("params"),
            py::arg("output_mode"))
       .def("process", &BatchSegmenter::process, py::arg("input"), py::arg("output"));
+  module.def("keep_freed_memory_in_process", &keep_freed_memory_in_process,
+             "Keeps memory the engine frees in this process instead of returning it to the kernel (glibc); "
+             "for processes that run a batch job, such as Dask workers (they start with "
+             "MALLOC_TRIM_THRESHOLD_=65536, so every image faulted its buffers in anew).");
   module.def(
       "validate_everything_options",
       [](const py::dict& params, const std::string& output_mode) {

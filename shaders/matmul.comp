@@ -1,9 +1,10 @@
 #version 450
 #include "storage.glsl"
+#include "gelu.glsl"
 // A Linear layer on a band of rows: y[r, o] = epilogue(sum_k x[r, k] w[o, k] + b[o]),
 // W in PyTorch's [out, in] layout. One invocation per output, sequential fp32
 // accumulation, no barriers (the fastest form on lavapipe, and the exact path).
-// Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...).
+// Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...), 3 ReLU.
 layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(std430, binding = 0) readonly buffer X { ELEMENT x[]; };
@@ -19,17 +20,6 @@ layout(push_constant) uniform Push {
   uint epilogue, has_bias;
 } p;
 
-// erfc(z) with relative error below 1.2e-7 everywhere (Numerical Recipes' erfcc,
-// a Chebyshev fit of erfc(z) exp(z^2)); precise keeps the fit's evaluation order.
-precise float erfc_fit(float z) {
-  float a = abs(z);
-  float t = 1.0 / (1.0 + 0.5 * a);
-  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  float r = t * exp(-a * a + poly);
-  return z >= 0.0 ? r : 2.0 - r;
-}
-
 void main() {
   uint o = gl_GlobalInvocationID.x, r = gl_GlobalInvocationID.y;
   if (o >= p.out_features || r >= p.rows) return;
@@ -39,9 +29,11 @@ void main() {
   if (p.has_bias != 0) acc += float(b[p.b_base + o]);
   uint yi = p.y_base + r * p.ldy + o;
   if (p.epilogue == 1) {
-    acc = 0.5 * acc * erfc_fit(-acc * 0.70710678118654752);
+    acc = gelu(acc);
   } else if (p.epilogue == 2) {
     acc += float(y[yi]);
+  } else if (p.epilogue == 3) {
+    acc = max(acc, 0.0);
   }
   y[yi] = ELEMENT(acc);
 }

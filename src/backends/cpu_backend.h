@@ -46,6 +46,15 @@ class CpuBackend final : public Backend {
   void copy(const DeviceTensor& x, DeviceTensor& y) override;
   void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) override;
 
+  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) override;
+  void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                         const DeviceTensor& add, DeviceTensor& y) override;
+  void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) override;
+  void gelu(DeviceTensor& x) override;
+  void sigmoid(DeviceTensor& x) override;
+  void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
+                     int64_t count) override;
+
   void begin_program() override;
   std::shared_ptr<Program> end_program() override;
   void run(Program& program) override;

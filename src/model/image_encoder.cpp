@@ -53,14 +53,14 @@ struct ImageEncoder::DeviceOutputs {
 };
 
 // A device backend's recorded encodes, with and without the trunk outputs:
-// each program reads `input` and writes `outputs`.
+// each program reads `input` and writes `outputs`. Guarded by the backend's
+// run_mutex(), which the mask decoder on the same backend holds too.
 struct ImageEncoder::Programs {
   struct Recorded {
     DeviceTensor input;
     DeviceOutputs outputs;
     std::shared_ptr<Program> program;
   };
-  std::mutex mutex;
   Recorded recorded[2];
 };
 
@@ -159,7 +159,7 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
 
 EncoderOutputs ImageEncoder::replay(const Tensor& image, bool trunk_outputs) const {
   Backend& backend = *backend_;
-  std::lock_guard lock(programs_->mutex);
+  std::lock_guard lock(backend.run_mutex());
   Programs::Recorded& recorded = programs_->recorded[trunk_outputs ? 1 : 0];
   if (recorded.program == nullptr) {
     ScopedStage stage("record");

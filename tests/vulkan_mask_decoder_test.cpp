@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 
 #include "backends/vulkan/vulkan_backend.h"
 #include "device_mask_decoder_goldens.h"
+#include "model/sam_heads.h"
 #include "vulkan_test_context.h"
 
 namespace sam2rt::testing {
@@ -52,6 +54,31 @@ TEST_F(VulkanMaskDecoderMicro, MatchesGoldensWithTheTiledKernels) {
   const auto decoder = micro_decoder(device);
   EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*device, micro_decoder_case().features)), 8);
 }
+// SamHeads on the device (as Sam2Model makes them for --device vulkan): every
+// micro golden run, through the prompt encoder, the device decoder (the mask
+// input prompt: the CPU's), the selection and the upscaling to the image.
+TEST_F(VulkanMaskDecoderMicro, SamHeadsOnTheDeviceMeetEveryGolden) {
+  const DecoderCase& c = micro_decoder_case();
+  const SamHeads heads(c.config, c.weights, backend());
+  ASSERT_TRUE(heads.decodes_on_device());
+  const int runs = expect_golden_runs_match(
+      c, heads, {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance},
+      [&](const GoldenRun& r, const MaskPrediction& pred) {
+        EXPECT_LE(max_abs_error(pred.all_low_res_logits, c.at(r.prompt.name + ".all_low_res_logits")),
+                  kDeviceDecoderLogitTolerance);
+        EXPECT_LE(max_abs_error(pred.low_res_masks, c.at(r.key_prefix + ".low_res_masks")),
+                  kDeviceDecoderLogitTolerance);
+        const Tensor& want_masks = c.at(r.key_prefix + ".masks");
+        EXPECT_LE(max_abs_error(pred.masks, want_masks), kDeviceDecoderLogitTolerance);
+        // Exempt where the golden logit itself is within the tolerance of 0.
+        expect_thresholded_masks_match(pred.masks, micro_dir() + "/masks/" + r.key_prefix + ".png", [&](int64_t i) {
+          return std::fabs(want_masks[i]) > kDeviceDecoderLogitTolerance;
+        });
+      });
+  EXPECT_EQ(runs, 10);
+  EXPECT_GT(heads.device_decoder_ops().ops_on_device, 0);
+}
+
 }  // namespace
 }  // namespace sam2rt::testing
 

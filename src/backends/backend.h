@@ -68,6 +68,10 @@ class Backend {
   virtual DeviceTensor constant(const Tensor& value) = 0;
   virtual DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) = 0;
   virtual LinearHandle linear(const Tensor& weight, const Tensor& bias, Precision precision) = 0;
+  // A tensor kept apart from the activations, contents undefined: state that
+  // programs write and later programs read (a device backend's programs use the
+  // free activation memory as scratch, which other programs' runs overwrite).
+  virtual DeviceTensor persistent(Shape shape) = 0;
 
   // Activations. Contents of a new tensor are undefined.
   virtual DeviceTensor tensor(Shape shape, ElementType type = ElementType::f32) = 0;
@@ -129,5 +133,23 @@ class Backend {
  private:
   mutable std::mutex run_mutex_;
 };
+
+// Runs `ops` (backend calls) once: on a device backend recorded into a program
+// that is run and dropped, on the CPU as they are called.
+template <typename Ops>
+void run_once(Backend& backend, Ops ops) {
+  if (!backend.records()) {
+    ops();
+    return;
+  }
+  backend.begin_program();
+  try {
+    ops();
+  } catch (...) {
+    backend.end_program();
+    throw;
+  }
+  backend.run(*backend.end_program());
+}
 
 }  // namespace sam2rt

@@ -84,6 +84,8 @@ LinearHandle CpuBackend::linear(const Tensor& weight, const Tensor& bias, Precis
   return {packed, packed->in_features(), packed->out_features(), precision};
 }
 
+DeviceTensor CpuBackend::persistent(Shape shape) { return wrap(Tensor::uninitialized(std::move(shape))); }
+
 DeviceTensor CpuBackend::tensor(Shape shape, ElementType type) {
   if (type == ElementType::f32) return wrap(pool_->tensor(std::move(shape)));
   auto storage = std::make_shared<CpuStorage>();

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;
   LinearHandle linear(const Tensor& weight, const Tensor& bias, Precision precision) override;
+  DeviceTensor persistent(Shape shape) override;
 
   DeviceTensor tensor(Shape shape, ElementType type = ElementType::f32) override;
   DeviceTensor input(const Tensor& value) override;

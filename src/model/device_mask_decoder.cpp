@@ -25,23 +25,6 @@ LinearHandle load_linear(Backend& backend, const WeightMap& weights, const std::
   return backend.linear(weights.at(prefix + ".weight"), weights.at(prefix + ".bias"), Precision::fp32);
 }
 
-// A program recorded and run once on a device backend; the ops themselves on the CPU.
-template <typename Ops>
-void run_once(Backend& backend, Ops ops) {
-  if (!backend.records()) {
-    ops();
-    return;
-  }
-  backend.begin_program();
-  try {
-    ops();
-  } catch (...) {
-    backend.end_program();
-    throw;
-  }
-  backend.run(*backend.end_program());
-}
-
 }  // namespace
 
 // transformer.Attention: q/k/v projections to the internal width, multi-head
@@ -186,9 +169,9 @@ DeviceMaskDecoder::DeviceMaskDecoder(const ModelConfig& config, const WeightMap&
                                     config.iou_prediction_use_sigmoid);
   object_score_head_ = std::make_unique<Mlp>(b, weights, p + "pred_obj_score_head", 3);
 
-  src_ = b.constant(Tensor({e * e, c}));
-  feat_s1_ = b.constant(Tensor({2 * e, 2 * e, c / 4}));
-  feat_s0_ = b.constant(Tensor({4 * e, 4 * e, c / 8}));
+  src_ = b.persistent({e * e, c});
+  feat_s1_ = b.persistent({2 * e, 2 * e, c / 4});
+  feat_s0_ = b.persistent({4 * e, 4 * e, c / 8});
 }
 
 DeviceMaskDecoder::~DeviceMaskDecoder() = default;

@@ -15,9 +15,9 @@
 namespace sam2rt {
 
 // Host features (NCHW, as the encoder downloads them) made channels-last tensors
-// of `backend` (holding its run_mutex()). They are constants to the backend:
-// a device backend's programs use the free ranges of its activation arena as
-// scratch, which would overwrite features kept there between prompts.
+// of `backend` (holding its run_mutex()), as constants: a device backend's
+// programs use its free activation memory as scratch, which would overwrite
+// features kept there between prompts.
 DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFeatures& features);
 
 // sam_mask_decoder.* of SAM 2.1 (what MaskDecoder computes) written once against a
@@ -85,9 +85,8 @@ class DeviceMaskDecoder {
   std::vector<Mlp> hypernetworks_;
   std::unique_ptr<Mlp> iou_head_, object_score_head_;
   // The image: src = image_embed + no_mask_dense [E*E, C], and the high-resolution features,
-  // made from image_ (the features of the last call). Kept among the backend's
-  // constants, out of the activation arena whose free ranges programs use as
-  // scratch, since they live across other programs' runs.
+  // made from image_ (the features of the last call); persistent, as they live
+  // across other programs' runs.
   mutable DeviceTensor src_, feat_s1_, feat_s0_;
   mutable DeviceDecoderFeatures image_;
   mutable std::map<int64_t, Decode> decodes_;  // by token count (device backends)

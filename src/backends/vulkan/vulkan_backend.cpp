@@ -97,6 +97,8 @@ LinearHandle VulkanBackend::linear(const Tensor& weight, const Tensor& bias, Pre
   return {layer, layer->in_features, layer->out_features, precision};
 }
 
+DeviceTensor VulkanBackend::persistent(Shape shape) { return tensor_on(*constants_, std::move(shape)); }
+
 DeviceTensor VulkanBackend::tensor(Shape shape, ElementType type) {
   refuse_bf16(type == ElementType::bf16, "tensor");
   return tensor_on(*activations_, std::move(shape));

@@ -1,5 +1,6 @@
 #version 450
 #include "storage.glsl"
+#include "gelu.glsl"
 // A Linear layer on a band of rows: y[r, o] = epilogue(sum_k x[r, k] w[o, k] + b[o]),
 // W in PyTorch's [out, in] layout. No barriers and no shared memory (the
 // fastest form on lavapipe, and the exact path): each invocation computes 4x4
@@ -7,7 +8,7 @@
 // matmul_tiled.comp), so each value it reads serves four products instead of
 // one; on lavapipe, where every read of a lane is a gather, that is most of the
 // time. Each output sums its products sequentially in k order in fp32.
-// Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...).
+// Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...), 3 ReLU.
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x = 16, local_size_y = 16) in;
 
@@ -26,17 +27,6 @@ layout(push_constant) uniform Push {
   uint y_base, ldy;
   uint epilogue, has_bias;
 } p;
-
-// erfc(z) with relative error below 1.2e-7 everywhere (Numerical Recipes' erfcc,
-// a Chebyshev fit of erfc(z) exp(z^2)); precise keeps the fit's evaluation order.
-precise float erfc_fit(float z) {
-  float a = abs(z);
-  float t = 1.0 / (1.0 + 0.5 * a);
-  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  float r = t * exp(-a * a + poly);
-  return z >= 0.0 ? r : 2.0 - r;
-}
 
 void main() {
   uint o0 = gl_WorkGroupID.x * kTile + gl_LocalInvocationID.x;
@@ -67,9 +57,11 @@ void main() {
       if (p.has_bias != 0) sum += float(b[p.b_base + o]);
       uint yi = p.y_base + r * p.ldy + o;
       if (p.epilogue == 1) {
-        sum = 0.5 * sum * erfc_fit(-sum * 0.70710678118654752);
+        sum = gelu(sum);
       } else if (p.epilogue == 2) {
         sum += float(y[yi]);
+      } else if (p.epilogue == 3) {
+        sum = max(sum, 0.0);
       }
       y[yi] = ELEMENT(sum);
     }

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #include "storage.glsl"
+#include "gelu.glsl"
 // matmul.comp (a Linear layer on a band of rows) for GPUs: a 16x16 workgroup
 // computes a 64x64 tile of y, 4x4 outputs per invocation, staging 16-wide slices
 // of x and W through shared memory so that each value read from memory serves
@@ -32,16 +33,6 @@ layout(push_constant) uniform Push {
 // [row or output][k], padded by one column against bank conflicts.
 shared float x_slice[kTile][kSlice + 1];
 shared float w_slice[kTile][kSlice + 1];
-
-// As matmul.comp's erfc_fit (the erf form of GELU).
-precise float erfc_fit(float z) {
-  float a = abs(z);
-  float t = 1.0 / (1.0 + 0.5 * a);
-  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  float r = t * exp(-a * a + poly);
-  return z >= 0.0 ? r : 2.0 - r;
-}
 
 void main() {
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
@@ -82,9 +73,11 @@ void main() {
       if (p.has_bias != 0) value += float(b[p.b_base + o]);
       uint yi = p.y_base + r * p.ldy + o;
       if (p.epilogue == 1) {
-        value = 0.5 * value * erfc_fit(-value * 0.70710678118654752);
+        value = gelu(value);
       } else if (p.epilogue == 2) {
         value += float(y[yi]);
+      } else if (p.epilogue == 3) {
+        value = max(value, 0.0);
       }
       y[yi] = ELEMENT(value);
     }

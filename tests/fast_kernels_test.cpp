@@ -163,13 +163,14 @@ TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
   for (int64_t i = 0; i < plain.numel(); ++i) plain[i] += b[i % out];
 
   const PackedLinear fp32(w, b, Precision::fp32);
-  for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
+  for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate, Epilogue::relu}) {
     Tensor y = e == Epilogue::accumulate ? residual.clone() : Tensor({rows, out});
     fp32.forward(x.data(), rows, y.data(), e);
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double v = plain[i];
       const double expected = e == Epilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
                               : e == Epilogue::accumulate ? v + residual[i]
+                              : e == Epilogue::relu       ? std::max(v, 0.0)
                                                           : v;
       EXPECT_NEAR(y[i], expected, 2e-5) << static_cast<int>(e) << " at " << i;
     }

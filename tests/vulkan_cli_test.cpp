@@ -128,6 +128,21 @@ TEST(CliVulkan, BenchCountsEveryOpOnTheDevice) {
   EXPECT_TRUE(report.contains("upload_ms") && report.contains("device_encode_ms") && report.contains("download_ms"));
 }
 
+TEST(CliVulkan, BenchCountsTheDecoderOpsOnTheDevice) {
+  const ScratchDir scratch("cli_vulkan_bench_decoder");
+  const std::string json = scratch.file("bench.json");
+  const CliResult result = run_cli({"bench", "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml",
+                                    "--synthetic-weights", "0", "--device", "vulkan", "--warmup", "0", "--runs", "1",
+                                    "--batch", "2", "--json", json},
+                                   scratch, 300);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("decoder ops"), std::string::npos) << result.out;
+  const nlohmann::json report = nlohmann::json::parse(read_text(json));
+  EXPECT_GT(report.at("decoder_ops_total").get<int>(), 0) << report.dump();
+  EXPECT_EQ(report.at("decoder_ops_on_device"), report.at("decoder_ops_total"));
+  EXPECT_GE(report.at("decoder_device_dispatches").get<int>(), report.at("decoder_ops_total").get<int>());
+}
+
 TEST(CliVulkan, SegmentMeetsTheMicroGolden) {
   const ScratchDir scratch("cli_vulkan_segment");
   const CliResult result = expect_micro_click_golden(scratch, {"--device", "vulkan", "--gpu-index", "0"});

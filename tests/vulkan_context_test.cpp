@@ -86,7 +86,8 @@ TEST_F(VulkanContextTest, ReportsTheLimitsTheKernelsNeed) {
 TEST_F(VulkanContextTest, EveryShaderIsEmbedded) {
   for (const char* name : {"matmul", "matmul_tiled", "layer_norm_rows", "softmax_rows", "attention",
                            "attention_tiled", "windowed_attention", "max_pool2x2", "add_upsampled_nearest2x",
-                           "hwc_to_nchw", "conv2d_to_hwc", "add_periodic"}) {
+                           "hwc_to_nchw", "conv2d_to_hwc", "add_periodic", "attention_narrow",
+                           "conv_transpose2x2_to_hwc", "activation"}) {
     for (const std::string& variant : {std::string(name), std::string(name) + "_f16"}) {  // fp32, fp16 storage
       const auto code = embedded_spirv(variant);
       ASSERT_GT(code.size(), 5u) << variant;

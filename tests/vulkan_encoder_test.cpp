@@ -12,6 +12,7 @@
 #include "backends/vulkan/vulkan_backend.h"
 #include "core/error.h"
 #include "encoder_goldens.h"
+#include "kernels/layout.h"
 #include "model/synthetic_weights.h"
 #include "random_tensor.h"
 #include "vulkan_test_context.h"
@@ -97,6 +98,30 @@ TEST_F(VulkanEncoderMicro, RefusesBf16AndWrongInputs) {
   }
   EXPECT_THROW(encoder.encode(Tensor({1, 3, 128, 128})), Error);
   EXPECT_NO_THROW(encoder.encode(image));
+}
+
+// What a mask decoder on the device reads: the decoder's features left there
+// channels-last, each encode's in its own tensors, which later encodes leave alone.
+TEST_F(VulkanEncoderMicro, LeavesTheDecoderFeaturesOnTheDeviceWhenAsked) {
+  const ModelConfig config = micro_config();
+  const auto device = backend();
+  const ImageEncoder encoder(config, synthetic_weights(config, 0), device);
+  const EncodeOptions keep{.decoder_features_on_device = true};
+  const EncoderOutputs first = encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 41), keep);
+  const EncoderOutputs second = encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 42), keep);
+  EXPECT_TRUE(encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 43))
+                  .decoder_on_device.image_embed.empty());
+  for (const EncoderOutputs* out : {&first, &second}) {
+    for (const auto& [name, pair] :
+         {std::pair{"image_embed", std::pair{&out->decoder_on_device.image_embed, &out->decoder.image_embed}},
+          std::pair{"feat_s1", std::pair{&out->decoder_on_device.feat_s1, &out->decoder.feat_s1}},
+          std::pair{"feat_s0", std::pair{&out->decoder_on_device.feat_s0, &out->decoder.feat_s0}}}) {
+      const Tensor expected = nchw_to_hwc(*pair.second);
+      const Tensor kept = device->download(*pair.first);
+      ASSERT_EQ(kept.shape(), expected.shape()) << name;
+      for (int64_t i = 0; i < kept.numel(); ++i) ASSERT_EQ(kept[i], expected[i]) << name << " at " << i;
+    }
+  }
 }
 
 TEST_F(VulkanEncoderMicro, AnOpThatCannotBeRecordedFailsEveryEncodeAlike) {

@@ -13,8 +13,12 @@
 #include "backends/vulkan/vulkan_ops.h"
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/activation.h"
 #include "kernels/conv2d.h"
+#include "kernels/conv_transpose.h"
+#include "kernels/decoder_gelu.h"
 #include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 #include "kernels/interpolate.h"
 #include "kernels/layout.h"
 #include "kernels/matmul.h"
@@ -54,7 +58,7 @@ class VulkanOpsTest : public VulkanTest {
     const PackedLinear cpu(weight, bias, Precision::fp32);
     const DeviceLinear layer = upload_linear(context(), weight, bias);
     const DeviceBuffer device_x = upload(x);
-    for (const Epilogue epilogue : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
+    for (const Epilogue epilogue : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate, Epilogue::relu}) {
       Tensor expected = residual.clone();
       cpu.forward(x.data(), rows, expected.data(), epilogue);
       const DeviceBuffer device_y = upload(residual);
@@ -213,8 +217,57 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
 
     device.head_dim = 129;
     EXPECT_THROW(ops().attention(recorder, device), Error);
+    // A head dimension that is not a multiple of 4 takes the scalar kernel, within llvmpipe's loop limit only.
     device.head_dim = 30;
+    device.nk = 1000;
     EXPECT_THROW(ops().attention(recorder, device), Error);
+  }
+}
+
+// The scalar kernel of head dimensions that are not a multiple of 4: the micro
+// config's decoder (8 heads of 2 over 256 image keys, and the image's queries
+// over 7 tokens), and 6.
+TEST_F(VulkanOpsTest, AttentionWithNarrowHeadsMatchesTheCpu) {
+  struct NarrowCase {
+    int64_t nq, nk, heads, head_dim;
+  };
+  for (const NarrowCase& c : {NarrowCase{7, 256, 8, 2}, NarrowCase{256, 7, 8, 2}, NarrowCase{9, 70, 3, 6}}) {
+    const int64_t width = c.heads * c.head_dim;
+    const Tensor q = random_tensor({c.nq, width}, 42, 2.0f), k = random_tensor({c.nk, width}, 43, 2.0f);
+    const Tensor v = random_tensor({c.nk, width}, 44);
+    Tensor expected({c.nq, width});
+    AttentionArgs args;
+    args.nq = c.nq;
+    args.nk = c.nk;
+    args.heads = c.heads;
+    args.head_dim = c.head_dim;
+    args.q = q.data();
+    args.ldq = width;
+    args.k = k.data();
+    args.ldk = width;
+    args.v = v.data();
+    args.ldv = width;
+    args.out = expected.data();
+    args.ldo = width;
+    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+    attention(args);
+    const DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v), dout = zeros(c.nq * width);
+    DeviceAttention device;
+    device.nq = c.nq;
+    device.nk = c.nk;
+    device.heads = c.heads;
+    device.head_dim = c.head_dim;
+    device.q = all_elements(dq);
+    device.k = all_elements(dk);
+    device.v = all_elements(dv);
+    device.out = all_elements(dout);
+    device.ldq = device.ldk = device.ldv = device.ldo = width;
+    device.scale = args.scale;
+    CommandRecorder recorder(context());
+    ops().attention(recorder, device);
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dout, {c.nq, width}), expected), kAttentionTolerance)
+        << c.nq << " queries, " << c.nk << " keys, head dimension " << c.head_dim;
   }
 }
 
@@ -358,6 +411,64 @@ TEST_F(VulkanOpsTest, OneRecordingChainsOpsWithBarriers) {
   ops().linear(recorder, l2, all_elements(dh), rows, all_elements(dx), Epilogue::accumulate);
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dx, {rows, channels}), expected), 4e-6);
+}
+
+// The mask decoder's hypernetwork products: both operands are activations.
+TEST_F(VulkanOpsTest, MatmulOfTwoActivationsMatchesTheCpu) {
+  const int64_t rows = 4, k = 12, n = 300;
+  const Tensor x = random_tensor({rows, k}, 101), w = random_tensor({n, k}, 102);
+  Tensor expected({rows, n});
+  gemm({.m = rows, .n = n, .k = k, .a = x.data(), .lda = k, .b = w.data(), .ldb = k, .b_transposed = true,
+        .c = expected.data(), .ldc = n});
+  const DeviceBuffer dx = upload(x), dw = upload(w), dy = zeros(rows * n);
+  CommandRecorder recorder(context());
+  ops().matmul(recorder, all_elements(dx), rows, all_elements(dw), {}, k, n, all_elements(dy), Epilogue::none);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dy, {rows, n}), expected), 2e-6);
+}
+
+TEST_F(VulkanOpsTest, ConvTranspose2x2MatchesTheCpu) {
+  // The decoder's upscaling shape at a small size, with and without the skip addend.
+  const int64_t height = 3, width = 5, in_channels = 12, out_channels = 7;
+  const Tensor x = random_tensor({height, width, in_channels}, 111);
+  const Tensor weight = random_tensor({in_channels, out_channels, 2, 2}, 112, 0.3f);
+  const Tensor bias = random_tensor({out_channels}, 113);
+  const Tensor skip = random_tensor({2 * height, 2 * width, out_channels}, 114);
+  const Tensor taps = pack_conv_transpose_2x2_taps(weight);
+  const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dskip = upload(skip);
+  for (const bool with_skip : {false, true}) {
+    Tensor expected({2 * height, 2 * width, out_channels});
+    std::vector<float> scratch(static_cast<size_t>(height * width * 4 * out_channels));
+    conv_transpose_2x2_stride2_hwc(x.data(), height, width, in_channels, taps, bias, expected.data(), scratch.data(),
+                                   with_skip ? skip.data() : nullptr);
+    const DeviceBuffer dy = zeros(expected.numel());
+    CommandRecorder recorder(context());
+    ops().conv_transpose2x2(recorder, all_elements(dx), height, width, in_channels, all_elements(dw),
+                            all_elements(db), out_channels, with_skip ? all_elements(dskip) : DeviceElements{},
+                            all_elements(dy));
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 2e-6) << "skip " << with_skip;
+  }
+}
+
+TEST_F(VulkanOpsTest, StandaloneGeluAndSigmoidMatchTheCpu) {
+  const int64_t n = 2001;
+  Tensor x({n});
+  for (int64_t i = 0; i < n; ++i) x[i] = -10.0f + 0.01f * static_cast<float>(i);
+  Tensor gelu = x.clone(), sigmoid = x.clone();
+  gelu_exact_inplace(gelu.data(), n);
+  sigmoid_inplace(sigmoid);
+  const DeviceBuffer dgelu = upload(x), dsigmoid = upload(x);
+  CommandRecorder recorder(context());
+  ops().activation(recorder, all_elements(dgelu), n, VulkanOps::Activation::gelu);
+  ops().activation(recorder, all_elements(dsigmoid), n, VulkanOps::Activation::sigmoid);
+  recorder.submit();
+  const Tensor device_gelu = download(dgelu, {n}), device_sigmoid = download(dsigmoid, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    // Both within a few 1e-7 of the erf form (decoder_gelu.h; the fit's 1.2e-7 relative error).
+    ASSERT_LE(std::abs(device_gelu[i] - gelu[i]), 1e-6 * std::max(1.0f, std::abs(x[i]))) << "x = " << x[i];
+    ASSERT_LE(std::abs(device_sigmoid[i] - sigmoid[i]), 1e-6) << "x = " << x[i];
+  }
 }
 
 }  // namespace

@@ -212,6 +212,9 @@ struct BenchCommand {
       }
       batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
     }
+    // Of the last decode (a one-point prompt of the batch).
+    const bool decoder_on_device = loaded->heads().decodes_on_device();
+    const ProgramStats decoder_ops = loaded->heads().device_decoder_ops();
     TimingStats everything_stats;
     size_t everything_masks = 0;
     if (everything_runs > 0) {
@@ -265,6 +268,13 @@ struct BenchCommand {
                 static_cast<long long>(ops.ops_on_device), device.c_str());
     if (on_device) std::printf(", %lld dispatches", static_cast<long long>(ops.dispatches));
     std::printf("\n");
+    if (!encoder_only && decoder_on_device) {
+      std::printf("decoder ops     %lld total, %lld on device (%s), %lld dispatches per prompt\n",
+                  static_cast<long long>(decoder_ops.ops), static_cast<long long>(decoder_ops.ops_on_device),
+                  device.c_str(), static_cast<long long>(decoder_ops.dispatches));
+    } else if (!encoder_only) {
+      std::printf("decoder ops     on the CPU\n");
+    }
     std::printf("peak RSS        %.0f MB\n", rss);
     const nlohmann::json fidelity =
         options.precision == Precision::bf16 ? print_fidelity(loaded, image, 4) : nlohmann::json();
@@ -291,6 +301,13 @@ struct BenchCommand {
                                {"encoder_gmac", static_cast<double>(cost.total()) * 1e-9},
                                {"encoder_gflops", gflops},
                                {"peak_rss_mb", rss}};
+      if (!encoder_only) {
+        report["decoder_ops_on_device"] = decoder_ops.ops_on_device;
+        if (decoder_on_device) {
+          report["decoder_ops_total"] = decoder_ops.ops;
+          report["decoder_device_dispatches"] = decoder_ops.dispatches;
+        }
+      }
       if (encoder_only) {
         report.erase("decoder_ms");
         report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");

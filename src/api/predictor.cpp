@@ -13,8 +13,10 @@ Predictor::Predictor(std::shared_ptr<const Sam2Model> model, MaskFill fill)
 
 void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
   const int size = model_->config().image_size;
-  outputs_ = model_->encoder().encode(preprocess_image(image, size), options);
-  decoder_state_ = model_->heads().prepare_image(outputs_.decoder);
+  EncodeOptions encode = options;
+  encode.decoder_features_on_device = model_->heads().decodes_on_device();
+  outputs_ = model_->encoder().encode(preprocess_image(image, size), encode);
+  decoder_state_ = model_->heads().prepare_image(outputs_.decoder, outputs_.decoder_on_device);
   orig_width_ = image.width;
   orig_height_ = image.height;
   has_image_ = true;

@@ -19,8 +19,8 @@ WeightMap validated(WeightMap weights, const ModelConfig& config) {
 Sam2Model::Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend)
     : config_(std::move(config)),
       weights_(validated(std::move(weights), config_)),
-      encoder_(backend ? ImageEncoder(config_, weights_, std::move(backend)) : ImageEncoder(config_, weights_)),
-      heads_(config_, weights_) {}
+      encoder_(backend ? ImageEncoder(config_, weights_, backend) : ImageEncoder(config_, weights_)),
+      heads_(config_, weights_, std::move(backend)) {}
 
 WeightMap Sam2Model::load_weights(const ModelSource& source, const ModelConfig& config) {
   if (source.synthetic_salt) return synthetic_weights(config, *source.synthetic_salt);

@@ -16,7 +16,8 @@ namespace sam2rt {
 // many predictors (and threads).
 class Sam2Model {
  public:
-  // The image encoder runs on `backend` (the CPU when null).
+  // The image encoder, and the mask decoder of prompts without mask input, run
+  // on `backend` (the CPU when null).
   static std::shared_ptr<const Sam2Model> load(const ModelSource& source, std::shared_ptr<Backend> backend = nullptr);
   // The weights `source` names: generated (synthetic) or read from its checkpoint
   // (memory-mapped where the format allows). load() is this plus the constructor.

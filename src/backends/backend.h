@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/device_tensor.h"
@@ -44,16 +45,19 @@ class Program {
 };
 
 // The boundary between the model and where its ops run (docs/BACKENDS.md): one
-// entry per op of the image encoder, at the granularity of our fused kernels.
+// entry per op of the image encoder and the mask decoder, at the granularity of
+// our fused kernels.
 // The CPU backend runs each op when called, with exactly the kernel and the
 // arguments the model used before (its bits do not change). A device backend
 // records them (records() is true): the model runs once between
 // begin_program() and end_program() and the program is replayed per image, with
 // a new input written into the same tensor. Shape errors throw Error.
-// A backend is used from one thread at a time.
+// A backend is used from one thread at a time: the models on one backend (the
+// encoder, the decoder) hold run_mutex() while they record or run on it.
 class Backend {
  public:
   virtual ~Backend() = default;
+  std::mutex& run_mutex() const { return run_mutex_; }
   // "cpu", or "vulkan: <device name>".
   virtual std::string description() const = 0;
   virtual bool records() const = 0;
@@ -64,6 +68,10 @@ class Backend {
   virtual DeviceTensor constant(const Tensor& value) = 0;
   virtual DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) = 0;
   virtual LinearHandle linear(const Tensor& weight, const Tensor& bias, Precision precision) = 0;
+  // A tensor kept apart from the activations, contents undefined: state that
+  // programs write and later programs read (a device backend's programs use the
+  // free activation memory as scratch, which other programs' runs overwrite).
+  virtual DeviceTensor persistent(Shape shape) = 0;
 
   // Activations. Contents of a new tensor are undefined.
   virtual DeviceTensor tensor(Shape shape, ElementType type = ElementType::f32) = 0;
@@ -97,10 +105,51 @@ class Backend {
   virtual void copy(const DeviceTensor& x, DeviceTensor& y) = 0;
   virtual void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) = 0;
 
+  // The mask decoder's own ops (docs/BACKENDS.md; the Linear layers, LayerNorms
+  // and attentions use the ones above).
+  // y [rows, n] = x [rows, k] w^T for x and w [n, k] any tensors (no bias): the
+  // hypernetwork outputs against the upscaled map.
+  virtual void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) = 0;
+  // nn.ConvTranspose2d(kernel 2, stride 2) on channels-last maps: x [H, W, Cin],
+  // weight [Cin, Cout, 2, 2] (PyTorch layout), bias [Cout] -> y [2H, 2W, Cout],
+  // plus `add` (y's shape) unless it is empty.
+  virtual void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                 const DeviceTensor& add, DeviceTensor& y) = 0;
+  // y = a + b, elementwise over tensors of one size (y may be a or b).
+  virtual void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) = 0;
+  // In place: the exact (erf) GELU; the sigmoid.
+  virtual void gelu(DeviceTensor& x) = 0;
+  virtual void sigmoid(DeviceTensor& x) = 0;
+  // y[y_offset + i] = x[x_offset + i] for i < count (elements of the flat
+  // tensors): rows out of or into a larger tensor.
+  virtual void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
+                             int64_t count) = 0;
+
   // Recording (device backends only; Error on the CPU).
   virtual void begin_program() = 0;
   virtual std::shared_ptr<Program> end_program() = 0;
   virtual void run(Program& program) = 0;
+
+ private:
+  mutable std::mutex run_mutex_;
 };
+
+// Runs `ops` (backend calls) once: on a device backend recorded into a program
+// that is run and dropped, on the CPU as they are called.
+template <typename Ops>
+void run_once(Backend& backend, Ops ops) {
+  if (!backend.records()) {
+    ops();
+    return;
+  }
+  backend.begin_program();
+  try {
+    ops();
+  } catch (...) {
+    backend.end_program();
+    throw;
+  }
+  backend.run(*backend.end_program());
+}
 
 }  // namespace sam2rt

@@ -1,12 +1,18 @@
 #include "backends/cpu_backend.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/activation.h"
 #include "kernels/bf16.h"
+#include "kernels/conv_transpose.h"
 #include "kernels/conv2d.h"
+#include "kernels/decoder_gelu.h"
+#include "kernels/decoder_rows.h"
 #include "kernels/elementwise.h"
+#include "kernels/gemm.h"
 #include "kernels/interpolate.h"
 #include "kernels/layout.h"
 #include "kernels/norm.h"
@@ -77,6 +83,8 @@ LinearHandle CpuBackend::linear(const Tensor& weight, const Tensor& bias, Precis
   auto packed = std::make_shared<const PackedLinear>(weight, bias, precision);
   return {packed, packed->in_features(), packed->out_features(), precision};
 }
+
+DeviceTensor CpuBackend::persistent(Shape shape) { return wrap(Tensor::uninitialized(std::move(shape))); }
 
 DeviceTensor CpuBackend::tensor(Shape shape, ElementType type) {
   if (type == ElementType::f32) return wrap(pool_->tensor(std::move(shape)));
@@ -217,6 +225,57 @@ void CpuBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
   ++ops_;
   Tensor nchw = f32(y);
   hwc_to_nchw_into(f32(x), nchw);
+}
+
+void CpuBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) {
+  ++ops_;
+  const int64_t k = w.dim(-1), n = w.numel() / k, rows = x.numel() / k;
+  if (x.numel() != rows * k || y.numel() != rows * n) {
+    throw Error("cpu backend: matmul_transposed: " + shape_to_string(x.shape()) + " x " +
+                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match");
+  }
+  gemm({.m = rows, .n = n, .k = k, .a = f32_data(x), .lda = k, .b = f32_data(w), .ldb = k, .b_transposed = true,
+        .c = f32_data(y), .ldc = n});
+}
+
+void CpuBackend::conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                   const DeviceTensor& add, DeviceTensor& y) {
+  ++ops_;
+  if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(2) != 2 || weight.dim(3) != 2 ||
+      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} || (!add.empty() && add.numel() != y.numel())) {
+    throw Error("cpu backend: conv_transpose2x2: x " + shape_to_string(x.shape()) + ", weight " +
+                shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
+  }
+  const Tensor taps = pack_conv_transpose_2x2_taps(f32(weight));
+  std::vector<float> scratch(static_cast<size_t>(x.dim(0) * x.dim(1) * taps.dim(1)));
+  conv_transpose_2x2_stride2_hwc(f32_data(x), x.dim(0), x.dim(1), x.dim(2), taps, f32(bias), f32_data(y),
+                                 scratch.data(), add.empty() ? nullptr : f32_data(add));
+}
+
+void CpuBackend::add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) {
+  ++ops_;
+  if (a.numel() != b.numel() || y.numel() != a.numel()) throw Error("cpu backend: add of tensors of different sizes");
+  sam2rt::add_rows(f32_data(a), f32_data(b), a.numel(), f32_data(y));
+}
+
+void CpuBackend::gelu(DeviceTensor& x) {
+  ++ops_;
+  gelu_exact_inplace(f32_data(x), x.numel());
+}
+
+void CpuBackend::sigmoid(DeviceTensor& x) {
+  ++ops_;
+  Tensor values = f32(x);
+  sigmoid_inplace(values);
+}
+
+void CpuBackend::copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
+                               int64_t count) {
+  ++ops_;
+  if (x_offset < 0 || y_offset < 0 || count < 0 || x_offset + count > x.numel() || y_offset + count > y.numel()) {
+    throw Error("cpu backend: copy_elements outside its tensors");
+  }
+  std::copy_n(f32_data(x) + x_offset, count, f32_data(y) + y_offset);
 }
 
 void CpuBackend::begin_program() { throw Error("cpu backend: runs each op when called, it records no program"); }

@@ -176,6 +176,7 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   dnnl::post_ops post_ops;
   if (epilogue == Epilogue::gelu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
   if (epilogue == Epilogue::accumulate) post_ops.append_sum(1.0f);
+  if (epilogue == Epilogue::relu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(post_ops);
   // oneDNN's own scratchpad belongs to the thread that made the primitive; the

@@ -25,6 +25,7 @@ enum class Epilogue {
   none,        // y = x W^T + b
   gelu,        // y = GELU(x W^T + b), exact erf form
   accumulate,  // y = y + (x W^T + b): a residual add into the destination
+  relu,        // y = max(0, x W^T + b): the hidden layers of the decoder's MLPs
 };
 
 // A Linear layer y[rows, out] = x[rows, in] W^T + b as a oneDNN matmul, one

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backends/device_tensor.h"
 #include "core/tensor.h"
 
 namespace sam2rt {
@@ -13,6 +14,12 @@ struct DecoderFeatures {
   Tensor image_embed;
   Tensor feat_s1;
   Tensor feat_s0;
+};
+
+// The same features on a backend, channels-last (the layout the encoder
+// computes them in): image_embed [E, E, C], feat_s1 [2E, 2E, C/4], feat_s0 [4E, 4E, C/8].
+struct DeviceDecoderFeatures {
+  DeviceTensor image_embed, feat_s1, feat_s0;
 };
 
 }  // namespace sam2rt

@@ -45,22 +45,24 @@ struct ImageEncoder::Bf16Trunk {
   std::unique_ptr<HieraTrunk> trunk;
 };
 
-// What forward() leaves on the backend, all NCHW.
+// What forward() leaves on the backend: NCHW, and the decoder's features also
+// channels-last (the layout a mask decoder on the backend reads).
 struct ImageEncoder::DeviceOutputs {
   DeviceTensor patch_embed_pos;
   std::vector<DeviceTensor> trunk_stages, neck_levels;
   DeviceTensor image_embed, feat_s1, feat_s0;
+  DeviceDecoderFeatures decoder_hwc;
 };
 
 // A device backend's recorded encodes, with and without the trunk outputs:
-// each program reads `input` and writes `outputs`.
+// each program reads `input` and writes `outputs`. Guarded by the backend's
+// run_mutex(), which the mask decoder on the same backend holds too.
 struct ImageEncoder::Programs {
   struct Recorded {
     DeviceTensor input;
     DeviceOutputs outputs;
     std::shared_ptr<Program> program;
   };
-  std::mutex mutex;
   Recorded recorded[2];
 };
 
@@ -122,13 +124,14 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
   backend.copy(levels[2], image_embed);
   backend.add_channel_vector(image_embed, no_mem_embed_);
   out.image_embed = to_nchw(image_embed);
-  auto project = [&](const LinearHandle& conv, const DeviceTensor& level) {
-    DeviceTensor hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
+  out.decoder_hwc.image_embed = image_embed;
+  auto project = [&](const LinearHandle& conv, const DeviceTensor& level, DeviceTensor& hwc) {
+    hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
     backend.linear_forward(conv, level, level.dim(0) * level.dim(1), hwc, Epilogue::none);
     return to_nchw(hwc);
   };
-  out.feat_s1 = project(conv_s1_, levels[1]);
-  out.feat_s0 = project(conv_s0_, levels[0]);
+  out.feat_s1 = project(conv_s1_, levels[1], out.decoder_hwc.feat_s1);
+  out.feat_s0 = project(conv_s0_, levels[0], out.decoder_hwc.feat_s0);
   return out;
 }
 
@@ -142,7 +145,7 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
   const HieraTrunk& trunk = this->trunk(options.precision);
   EncoderOutputs out;
   if (backend_->records()) {
-    out = replay(image, options.trunk_outputs);
+    out = replay(image, options);
   } else {
     const int64_t ops_before = backend_->ops_called();
     out = download(forward(backend_->input(image), trunk, options.trunk_outputs));
@@ -157,9 +160,10 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
   return out;
 }
 
-EncoderOutputs ImageEncoder::replay(const Tensor& image, bool trunk_outputs) const {
+EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& options) const {
   Backend& backend = *backend_;
-  std::lock_guard lock(programs_->mutex);
+  const bool trunk_outputs = options.trunk_outputs;
+  std::lock_guard lock(backend.run_mutex());
   Programs::Recorded& recorded = programs_->recorded[trunk_outputs ? 1 : 0];
   if (recorded.program == nullptr) {
     ScopedStage stage("record");
@@ -196,6 +200,18 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, bool trunk_outputs) con
   out.upload_ms = ms_between(start, uploaded);
   out.device_ms = ms_between(uploaded, ran);
   out.download_ms = ms_between(ran, Clock::now());
+  if (options.decoder_features_on_device) {
+    // Copied out of the program's outputs, which the next encode overwrites.
+    const DeviceDecoderFeatures& source = recorded.outputs.decoder_hwc;
+    DeviceDecoderFeatures kept{backend.persistent(source.image_embed.shape()),
+                               backend.persistent(source.feat_s1.shape()), backend.persistent(source.feat_s0.shape())};
+    run_once(backend, [&] {
+      backend.copy(source.image_embed, kept.image_embed);
+      backend.copy(source.feat_s1, kept.feat_s1);
+      backend.copy(source.feat_s0, kept.feat_s0);
+    });
+    out.decoder_on_device = std::move(kept);
+  }
   return out;
 }
 

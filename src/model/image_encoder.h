@@ -21,6 +21,9 @@ struct EncoderOutputs {
   std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
   std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
   DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
+  // The same left on a device backend, when asked (EncodeOptions): this encode's
+  // own persistent tensors, which later encodes do not overwrite.
+  DeviceDecoderFeatures decoder_on_device;
   // The backend ops one such encode runs (on a device backend: its recorded
   // program's; on the CPU: counted during this call, exact when no other
   // encode on the same encoder overlaps it).
@@ -31,6 +34,9 @@ struct EncoderOutputs {
 };
 
 struct EncodeOptions {
+  // Device backends: also leave the decoder's features on the device
+  // (EncoderOutputs::decoder_on_device), for a mask decoder there.
+  bool decoder_features_on_device = false;
   bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
   bool trunk_outputs = false;       // patch_embed_pos and trunk_stages (goldens, debugging)
   // Arithmetic of the trunk's GEMMs. bf16 rounds weights and GEMM inputs to
@@ -69,7 +75,7 @@ class ImageEncoder {
   const HieraTrunk& trunk(Precision precision) const;
   // The whole encode as backend ops on `image`.
   DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs) const;
-  EncoderOutputs replay(const Tensor& image, bool trunk_outputs) const;
+  EncoderOutputs replay(const Tensor& image, const EncodeOptions& options) const;
   EncoderOutputs download(const DeviceOutputs& device) const;
 
   ModelConfig config_;

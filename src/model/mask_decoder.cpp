@@ -101,7 +101,8 @@ DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, co
                           .feat_s1 = channels_last(features.feat_s1),
                           .feat_s0 = channels_last(features.feat_s0),
                           .low_rank = {},
-                          .upscale0_shared = {}};
+                          .upscale0_shared = {},
+                          .device = {}};
   image.no_mask = prepare_dense(image, no_mask_dense, threads);
   if (low_rank_) {
     image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/stage_profile.h"
+#include "model/device_mask_decoder.h"
 #include "model/mask_postprocess.h"
 
 namespace sam2rt {
@@ -34,16 +35,32 @@ void finish(MaskPrediction& r, int orig_w, int orig_h, const MaskFill& fill) {
 
 }  // namespace
 
-SamHeads::SamHeads(const ModelConfig& config, const WeightMap& weights)
+SamHeads::SamHeads(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend)
     : config_(config),
       prompt_encoder_(config, weights),
       dense_pe_(prompt_encoder_.dense_pe()),
       no_mask_dense_(prompt_encoder_.embed_dense(Prompt{})),
-      mask_decoder_(config, weights, dense_pe_) {}
+      mask_decoder_(config, weights, dense_pe_) {
+  if (backend != nullptr && backend->records()) {
+    device_decoder_ =
+        std::make_shared<const DeviceMaskDecoder>(config, weights, dense_pe_, no_mask_dense_, std::move(backend));
+  }
+}
 
-DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features) const {
+SamHeads::~SamHeads() = default;
+
+ProgramStats SamHeads::device_decoder_ops() const {
+  return device_decoder_ ? device_decoder_->last_ops() : ProgramStats{};
+}
+
+DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device) const {
   const DecoderThreads threads;
-  return mask_decoder_.prepare_image(features, no_mask_dense_, threads.count());
+  DecoderImageState image = mask_decoder_.prepare_image(features, no_mask_dense_, threads.count());
+  if (device_decoder_) {
+    image.device = on_device.image_embed.empty() ? upload_decoder_features(device_decoder_->backend(), features)
+                                                 : std::move(on_device);
+  }
+  return image;
 }
 
 std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, const Prompt* prompts, size_t count,
@@ -79,7 +96,15 @@ std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, con
       results[g].dense_embeddings = no_mask_dense_;
       sparse[g] = results[g].sparse_embeddings;
     }
-    decoded = mask_decoder_.predict_masks(image, sparse, threads, wanted);
+    if (device_decoder_ && !image.device.image_embed.empty()) {
+      for (size_t g = 0; g < count; ++g) {
+        MaskDecoderOutput out = device_decoder_->predict_masks(image.device, sparse[g]);
+        if (wanted && !wanted(out.iou)) out.masks = Tensor();  // as MaskDecoder, which skips their upscaling
+        decoded.push_back(std::move(out));
+      }
+    } else {
+      decoded = mask_decoder_.predict_masks(image, sparse, threads, wanted);
+    }
   }
 
   const int num_tokens = mask_decoder_.num_mask_tokens();

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
 #include "core/weights.h"
 #include "model/config.h"
@@ -14,6 +16,8 @@
 #include "model/prompt_encoder.h"
 
 namespace sam2rt {
+
+class DeviceMaskDecoder;
 
 // What SAM2ImagePredictor.predict(..., return_logits=True) returns for one prompt,
 // plus the intermediates the goldens check.
@@ -38,15 +42,25 @@ struct MaskPrediction {
 // way the token-sized steps run on one thread (kernels/decoder_threads.h).
 class SamHeads {
  public:
-  SamHeads(const ModelConfig& config, const WeightMap& weights);
+  // With a device backend (one that records programs), prompts without mask
+  // input are decoded on it (DeviceMaskDecoder); prompts with one, and
+  // everything without such a backend, by MaskDecoder on the CPU.
+  SamHeads(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend = nullptr);
+  ~SamHeads();
+
+  bool decodes_on_device() const { return device_decoder_ != nullptr; }
+  // The backend ops of the device decoder's last decode (none without one).
+  ProgramStats device_decoder_ops() const;
 
   // get_dense_pe(), [1, C, E, E]; computed once at construction, handed out as a
   // copy so callers cannot alter the cached encoding.
   Tensor dense_pe() const { return dense_pe_.clone(); }
 
   // Checks the features' shapes (Error naming the mismatch) and precomputes what
-  // every prompt on this image shares.
-  DecoderImageState prepare_image(const DecoderFeatures& features) const;
+  // every prompt on this image shares. With a device decoder the image goes to
+  // the device too: `on_device` when given (the encoder's outputs left there),
+  // else the features uploaded.
+  DecoderImageState prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device = {}) const;
 
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
   // `fill` is applied to the low-res logits before the upsampling of `masks`
@@ -95,6 +109,7 @@ class SamHeads {
   Tensor dense_pe_;
   Tensor no_mask_dense_;
   MaskDecoder mask_decoder_;
+  std::shared_ptr<const DeviceMaskDecoder> device_decoder_;
 };
 
 }  // namespace sam2rt

@@ -97,6 +97,8 @@ LinearHandle VulkanBackend::linear(const Tensor& weight, const Tensor& bias, Pre
   return {layer, layer->in_features, layer->out_features, precision};
 }
 
+DeviceTensor VulkanBackend::persistent(Shape shape) { return tensor_on(*constants_, std::move(shape)); }
+
 DeviceTensor VulkanBackend::tensor(Shape shape, ElementType type) {
   refuse_bf16(type == ElementType::bf16, "tensor");
   return tensor_on(*activations_, std::move(shape));
@@ -240,6 +242,55 @@ void VulkanBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
   }
   ops_library_->hwc_to_nchw(record("hwc_to_nchw"), elements(x, "hwc_to_nchw"), x.dim(0), x.dim(1), x.dim(2),
                             elements(y, "hwc_to_nchw"));
+}
+
+void VulkanBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) {
+  const int64_t k = w.dim(-1), n = w.numel() / k, rows = x.numel() / k;
+  if (x.numel() != rows * k || y.numel() != rows * n) {
+    throw Error("vulkan backend: matmul_transposed: " + shape_to_string(x.shape()) + " x " +
+                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match");
+  }
+  ops_library_->matmul(record("matmul_transposed"), elements(x, "matmul_transposed"), rows,
+                       elements(w, "matmul_transposed"), DeviceElements{}, k, n, elements(y, "matmul_transposed"),
+                       Epilogue::none);
+}
+
+void VulkanBackend::conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                      const DeviceTensor& add, DeviceTensor& y) {
+  if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(2) != 2 || weight.dim(3) != 2 ||
+      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} || (!add.empty() && add.numel() != y.numel())) {
+    throw Error("vulkan backend: conv_transpose2x2: x " + shape_to_string(x.shape()) + ", weight " +
+                shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
+  }
+  ops_library_->conv_transpose2x2(record("conv_transpose2x2"), elements(x, "conv_transpose2x2"), x.dim(0), x.dim(1),
+                                  x.dim(2), elements(weight, "conv_transpose2x2"), elements(bias, "conv_transpose2x2"),
+                                  weight.dim(1), add.empty() ? DeviceElements{} : elements(add, "conv_transpose2x2"),
+                                  elements(y, "conv_transpose2x2"));
+}
+
+void VulkanBackend::add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) {
+  if (a.numel() != b.numel() || y.numel() != a.numel()) {
+    throw Error("vulkan backend: add of tensors of different sizes");
+  }
+  ops_library_->add_periodic(record("add"), elements(a, "add"), elements(b, "add"), a.numel(), a.numel(),
+                             elements(y, "add"));
+}
+
+void VulkanBackend::gelu(DeviceTensor& x) {
+  ops_library_->activation(record("gelu"), elements(x, "gelu"), x.numel(), VulkanOps::Activation::gelu);
+}
+
+void VulkanBackend::sigmoid(DeviceTensor& x) {
+  ops_library_->activation(record("sigmoid"), elements(x, "sigmoid"), x.numel(), VulkanOps::Activation::sigmoid);
+}
+
+void VulkanBackend::copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
+                                  int64_t count) {
+  if (count < 1 || x_offset + count > x.numel() || y_offset + count > y.numel()) {
+    throw Error("vulkan backend: copy_elements outside its tensors");
+  }
+  ops_library_->add_periodic(record("copy_elements"), elements_from(x, x_offset, "copy_elements"), DeviceElements{},
+                             0, count, elements_from(y, y_offset, "copy_elements"));
 }
 
 void VulkanBackend::begin_program() {

@@ -29,6 +29,7 @@ class VulkanBackend final : public Backend {
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;
   LinearHandle linear(const Tensor& weight, const Tensor& bias, Precision precision) override;
+  DeviceTensor persistent(Shape shape) override;
 
   DeviceTensor tensor(Shape shape, ElementType type = ElementType::f32) override;
   DeviceTensor input(const Tensor& value) override;
@@ -51,6 +52,15 @@ class VulkanBackend final : public Backend {
   void add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) override;
   void copy(const DeviceTensor& x, DeviceTensor& y) override;
   void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) override;
+
+  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) override;
+  void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                         const DeviceTensor& add, DeviceTensor& y) override;
+  void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) override;
+  void gelu(DeviceTensor& x) override;
+  void sigmoid(DeviceTensor& x) override;
+  void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
+                     int64_t count) override;
 
   void begin_program() override;
   std::shared_ptr<Program> end_program() override;

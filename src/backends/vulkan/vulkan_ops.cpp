@@ -17,7 +17,10 @@ namespace {
 // Must match the shaders' workgroup sizes.
 constexpr uint32_t kMatmulTile = 64;  // matmul.comp and matmul_tiled.comp: outputs and rows per workgroup
 constexpr uint32_t kRowGroup = 64;
-constexpr int64_t kMaxHeadDim = 128;  // attention.comp, windowed_attention.comp
+constexpr int64_t kMaxHeadDim = 128;  // attention.comp, attention_narrow.comp, windowed_attention.comp
+// llvmpipe (lavapipe) silently ends a shader's loops after this many iterations
+// per invocation (docs/BACKENDS.md).
+constexpr int64_t kMaxLoopIterations = 65535;
 
 struct MatmulPush {
   uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias;
@@ -53,6 +56,12 @@ struct ConvPush {
 };
 struct AddPeriodicPush {
   uint32_t count, period, has_addend, x_base, addend_base, y_base;
+};
+struct ConvTransposePush {
+  uint32_t count, width, in_channels, out_channels, has_add, x_base, w_base, b_base, add_base, y_base;
+};
+struct ActivationPush {
+  uint32_t count, kind, x_base;
 };
 
 // The shader `name` compiled for the storage of `precision` (shaders/storage.glsl).
@@ -137,12 +146,15 @@ VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
       softmax_rows_(pipeline<SoftmaxPush>(context, precision_, "softmax_rows", 1)),
       attention_(pipeline<AttentionPush>(context, precision_, "attention", 4)),
       attention_tiled_(pipeline<AttentionPush>(context, precision_, "attention_tiled", 4)),
+      attention_narrow_(pipeline<AttentionPush>(context, precision_, "attention_narrow", 4)),
       windowed_attention_(pipeline<WindowedAttentionPush>(context, precision_, "windowed_attention", 3)),
       max_pool2x2_(pipeline<MaxPoolPush>(context, precision_, "max_pool2x2", 2)),
       add_upsampled_nearest2x_(pipeline<UpsampleAddPush>(context, precision_, "add_upsampled_nearest2x", 2)),
       hwc_to_nchw_(pipeline<HwcToNchwPush>(context, precision_, "hwc_to_nchw", 2)),
       conv2d_to_hwc_(pipeline<ConvPush>(context, precision_, "conv2d_to_hwc", 4)),
-      add_periodic_(pipeline<AddPeriodicPush>(context, precision_, "add_periodic", 3)) {}
+      add_periodic_(pipeline<AddPeriodicPush>(context, precision_, "add_periodic", 3)),
+      conv_transpose2x2_to_hwc_(pipeline<ConvTransposePush>(context, precision_, "conv_transpose2x2_to_hwc", 5)),
+      activation_(pipeline<ActivationPush>(context, precision_, "activation", 1)) {}
 
 // The range starts at the aligned byte offset at or below the elements; `base`
 // is where they start inside it, in elements (a push constant of the kernel).
@@ -179,9 +191,17 @@ void VulkanOps::dispatch_elements(CommandRecorder& recorder, const ComputePipeli
 
 void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceElements x, int64_t rows,
                        DeviceElements y, Epilogue epilogue) const {
+  const uint64_t bytes = element_bytes();
+  matmul(recorder, x, rows, all_elements(layer.weight, bytes),
+         layer.has_bias ? all_elements(layer.bias, bytes) : DeviceElements{}, layer.in_features, layer.out_features, y,
+         epilogue);
+}
+
+void VulkanOps::matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight,
+                       DeviceElements bias, int64_t in, int64_t out, DeviceElements y, Epilogue epilogue) const {
   const std::string op = "Vulkan linear";
-  const int64_t in = layer.in_features, out = layer.out_features;
   if (rows < 1) throw Error(op + ": no rows");
+  if (in < 1 || out < 1) throw Error(op + ": empty weight");
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
   const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
@@ -192,10 +212,9 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
     throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " elements exceeds the " +
                 std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
   }
-  const uint64_t bytes = element_bytes();
-  const Bound weight = bind(all_elements(layer.weight, bytes), 0, static_cast<uint64_t>(in * out), op, "weight");
-  const Bound bias = layer.has_bias ? bind(all_elements(layer.bias, bytes), 0, static_cast<uint64_t>(out), op, "bias")
-                                    : weight;  // bound but not read
+  const bool has_bias = bias.buffer != nullptr;
+  const Bound weight_b = bind(weight, 0, static_cast<uint64_t>(in * out), op, "weight");
+  const Bound bias_b = has_bias ? bind(bias, 0, static_cast<uint64_t>(out), op, "bias") : weight_b;  // bound but not read
   // Every band's operands are checked before the first one is recorded.
   bind(x, 0, static_cast<uint64_t>(rows * in), op, "x");
   bind(y, 0, static_cast<uint64_t>(rows * out), op, "y");
@@ -204,9 +223,9 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
     const Bound xb = bind(x, static_cast<uint64_t>(r0 * in), static_cast<uint64_t>(n * in), op, "x");
     const Bound yb = bind(y, static_cast<uint64_t>(r0 * out), static_cast<uint64_t>(n * out), op, "y");
     const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
-                          static_cast<uint32_t>(in), weight.base, bias.base, yb.base, static_cast<uint32_t>(out),
-                          static_cast<uint32_t>(epilogue), layer.has_bias ? 1u : 0u};
-    recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight.range, bias.range, yb.range}, push,
+                          static_cast<uint32_t>(in), weight_b.base, bias_b.base, yb.base, static_cast<uint32_t>(out),
+                          static_cast<uint32_t>(epilogue), has_bias ? 1u : 0u};
+    recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight_b.range, bias_b.range, yb.range}, push,
                       {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
   }
 }
@@ -236,9 +255,15 @@ void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_
 void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) const {
   const std::string op = "Vulkan attention";
   const int64_t width = a.heads * a.head_dim;
-  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 4 || a.head_dim > kMaxHeadDim || a.head_dim % 4 != 0) {
-    throw Error(op + ": needs queries, keys, heads and a head dimension in 4.." + std::to_string(kMaxHeadDim) +
-                " divisible by 4");
+  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1 || a.head_dim > kMaxHeadDim) {
+    throw Error(op + ": needs queries, keys, heads and a head dimension in 1.." + std::to_string(kMaxHeadDim));
+  }
+  // Head dimensions that are not a multiple of 4 take the scalar kernel, whose
+  // loops must stay within llvmpipe's 65535 iterations per invocation.
+  const bool narrow = a.head_dim % 4 != 0;
+  if (narrow && a.nk * (2 + 3 * a.head_dim) > kMaxLoopIterations) {
+    throw Error(op + ": " + std::to_string(a.nk) + " keys of head dimension " + std::to_string(a.head_dim) +
+                " (not a multiple of 4) exceed the scalar kernel's loop limit");
   }
   if (a.ldq < width || a.ldk < width || a.ldv < width || a.ldo < width) {
     throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
@@ -252,7 +277,8 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
                            static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
                            u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
                            u32(a.ldo, op + ": ldo"), a.scale};
-  recorder.dispatch(tiled_ ? attention_tiled_ : attention_, {q.range, k.range, v.range, o.range}, push,
+  const ComputePipeline& kernel = narrow ? attention_narrow_ : tiled_ ? attention_tiled_ : attention_;
+  recorder.dispatch(kernel, {q.range, k.range, v.range, o.range}, push,
                     {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
 }
 
@@ -383,6 +409,33 @@ void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceElements x, Device
   const AddPeriodicPush push{u32(count, op + ": size"), has_addend ? u32(period, op + ": period") : 1u,
                              has_addend ? 1u : 0u, xb.base, ab.base, yb.base};
   dispatch_elements(recorder, add_periodic_, {xb.range, ab.range, yb.range}, push, count);
+}
+
+void VulkanOps::conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
+                                  int64_t in_channels, DeviceElements weight, DeviceElements bias,
+                                  int64_t out_channels, DeviceElements add, DeviceElements y) const {
+  const std::string op = "Vulkan conv_transpose2x2";
+  if (height < 1 || width < 1 || in_channels < 1 || out_channels < 1) throw Error(op + ": bad shape");
+  const int64_t count = 4 * height * width * out_channels;
+  const bool has_add = add.buffer != nullptr;
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(height * width * in_channels), op, "x");
+  const Bound wb = bind(weight, 0, static_cast<uint64_t>(in_channels * out_channels * 4), op, "weight");
+  const Bound bb = bind(bias, 0, static_cast<uint64_t>(out_channels), op, "bias");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
+  const Bound ab = has_add ? bind(add, 0, static_cast<uint64_t>(count), op, "add") : xb;  // bound but not read
+  const ConvTransposePush push{u32(count, op + ": size"), u32(width, op + ": width"),
+                               u32(in_channels, op + ": in channels"), u32(out_channels, op + ": out channels"),
+                               has_add ? 1u : 0u, xb.base, wb.base, bb.base, ab.base, yb.base};
+  dispatch_elements(recorder, conv_transpose2x2_to_hwc_, {xb.range, wb.range, bb.range, ab.range, yb.range}, push,
+                    count);
+}
+
+void VulkanOps::activation(CommandRecorder& recorder, DeviceElements x, int64_t count, Activation kind) const {
+  const std::string op = "Vulkan activation";
+  if (count < 1) throw Error(op + ": no values");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(count), op, "x");
+  const ActivationPush push{u32(count, op + ": size"), static_cast<uint32_t>(kind), xb.base};
+  dispatch_elements(recorder, activation_, {xb.range}, push, count);
 }
 
 }  // namespace sam2rt

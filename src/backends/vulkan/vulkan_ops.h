@@ -53,7 +53,7 @@ struct DeviceAttention {
   float scale = 1.0f;
 };
 
-// The encoder's ops as Vulkan kernels, on fp32 or fp16 storage (fp32 arithmetic
+// The encoder's and the mask decoder's ops as Vulkan kernels, on fp32 or fp16 storage (fp32 arithmetic
 // either way): the pipelines are built once (per model) and each call records
 // one or more dispatches into a recorder. Each op has the semantics of the CPU
 // kernel named in its comment and is tested against it
@@ -66,19 +66,37 @@ class VulkanOps {
   DevicePrecision precision() const { return precision_; }
   uint64_t element_bytes() const { return sam2rt::element_bytes(precision_); }
 
-  // PackedLinear::forward: y[rows, out] (=, GELU of, or += ) x[rows, in] W^T + b,
+  // PackedLinear::forward: y[rows, out] (=, GELU of, += or ReLU of) x[rows, in] W^T + b,
   // dense rows. Split into bands of rows whose bindings fit max_binding_bytes.
   // On GPUs (VulkanContext::tiled_kernels) the shared-memory tiled kernel, same
   // arithmetic in the same order.
   void linear(CommandRecorder& recorder, const DeviceLinear& layer, DeviceElements x, int64_t rows, DeviceElements y,
               Epilogue epilogue) const;
+  // linear() with the weight [out, in] and bias [out] given as elements (bias
+  // without a buffer: none): also the product of two activations, such as the
+  // mask decoder's hypernetwork outputs [tokens, C] with its upscaled map [pixels, C].
+  void matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight, DeviceElements bias,
+              int64_t in_features, int64_t out_features, DeviceElements y, Epilogue epilogue) const;
+  // conv_transpose_2x2_stride2 on channels-last maps: x [height, width,
+  // in_channels], weight [in_channels, out_channels, 2, 2] (PyTorch layout), bias
+  // [out_channels] -> y [2 * height, 2 * width, out_channels], plus `add` (laid out
+  // as y) when it has a buffer.
+  void conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
+                         int64_t in_channels, DeviceElements weight, DeviceElements bias, int64_t out_channels,
+                         DeviceElements add, DeviceElements y) const;
+  // In place on `count` values: the exact GELU (gelu_exact_inplace) or the
+  // sigmoid (sigmoid_inplace).
+  enum class Activation : uint32_t { gelu = 0, sigmoid = 1 };
+  void activation(CommandRecorder& recorder, DeviceElements x, int64_t count, Activation kind) const;
   // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
   void layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t channels,
                        DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
   // softmax_rows, in place on dense [rows, cols].
   void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const;
-  // attention (head_dim a multiple of 4, at most 128). On GPUs the kernel that
-  // stages keys and values through shared memory, same arithmetic in the same order.
+  // attention (head_dim at most 128). On GPUs the kernel that stages keys and
+  // values through shared memory, same arithmetic in the same order. A head_dim
+  // that is not a multiple of 4 takes a scalar kernel (the micro config's
+  // decoder), for at most 65535 / (2 + 3 * head_dim) keys.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
@@ -121,8 +139,9 @@ class VulkanOps {
   const VulkanContext& context_;
   DevicePrecision precision_;
   bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
-  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_,
-      windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_;
+  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_, attention_narrow_,
+      windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_,
+      conv_transpose2x2_to_hwc_, activation_;
 };
 
 }  // namespace sam2rt

@@ -1,0 +1,79 @@
+#pragma once
+
+// The micro decoder goldens for DeviceMaskDecoder on any backend
+// (device_mask_decoder_test.cpp, vulkan_mask_decoder_test.cpp).
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decoder_goldens.h"
+#include "model/device_mask_decoder.h"
+#include "model/mask_decoder.h"
+#include "model/mask_postprocess.h"
+#include "model/prompt_encoder.h"
+
+namespace sam2rt::testing {
+
+// The decoder goldens' tolerances (mask_decoder_test.cpp).
+constexpr double kDeviceDecoderLogitTolerance = 1e-4;
+constexpr double kDeviceDecoderScoreTolerance = 1e-5;
+
+inline std::unique_ptr<DeviceMaskDecoder> micro_decoder(std::shared_ptr<Backend> backend) {
+  const DecoderCase& c = micro_decoder_case();
+  const PromptEncoder prompt_encoder(c.config, c.weights);
+  return std::make_unique<DeviceMaskDecoder>(c.config, c.weights, prompt_encoder.dense_pe(),
+                                             prompt_encoder.embed_dense(Prompt{}), std::move(backend));
+}
+
+// Decodes every golden prompt without mask input on the micro features; returns the number of runs checked.
+inline int expect_micro_goldens(const DeviceMaskDecoder& decoder, const DeviceDecoderFeatures& features) {
+  const DecoderCase& c = micro_decoder_case();
+  const PromptEncoder prompt_encoder(c.config, c.weights);
+  const MaskDecoder cpu(c.config, c.weights, prompt_encoder.dense_pe());
+  const DecoderImageState image = cpu.prepare_image(c.features, prompt_encoder.embed_dense(Prompt{}), 1);
+  const int64_t l = c.config.low_res_mask_size(), pixels = l * l;
+  const int tokens = decoder.num_mask_tokens();
+  int runs = 0;
+  for (const GoldenPrompt& g : c.prompts) {
+    if (!g.prompt.mask_input.empty()) continue;
+    SCOPED_TRACE(g.name);
+    const Tensor sparse = prompt_encoder.embed_sparse(g.prompt, c.orig_w, c.orig_h);
+    const MaskDecoderOutput out = decoder.predict_masks(features, sparse);
+    EXPECT_EQ(out.masks.shape(), (Shape{tokens, l, l}));
+    EXPECT_LE(max_abs_error(out.masks, c.at(g.name + ".all_low_res_logits")), kDeviceDecoderLogitTolerance);
+    EXPECT_LE(max_abs_error(out.iou, c.at(g.name + ".all_iou")), kDeviceDecoderScoreTolerance);
+    for (const auto& run : g.runs) {
+      const std::string key = run["key_prefix"].get<std::string>();
+      const bool multimask = run["multimask_output"].get<bool>();
+      SCOPED_TRACE(key);
+      ++runs;
+      EXPECT_NEAR(out.object_score_logit, c.at(key + ".object_score_logits")[0], kDeviceDecoderScoreTolerance);
+      // The selection the predictor makes from these outputs.
+      const MaskSelection selection =
+          select_mask_tokens(out.masks.data(), pixels, out.iou.data(), tokens, multimask, c.config);
+      if (multimask) {
+        EXPECT_EQ(selection.token_indices, (std::vector<int>{1, 2, 3}));
+      } else {
+        const bool single = run["single_mask_token_used"].get<bool>();
+        EXPECT_EQ(selection.single_mask_token_used, single);
+        EXPECT_EQ(selection.token_indices,
+                  std::vector<int>{single ? 0 : run["fallback_multimask_index"].get<int>() + 1});
+      }
+      const int64_t first = selection.token_indices.front(), count = static_cast<int64_t>(selection.token_indices.size());
+      EXPECT_LE(max_abs_error(clamp_low_res_logits(out.masks.rows(first, count)), c.at(key + ".low_res_masks")),
+                kDeviceDecoderLogitTolerance);
+      EXPECT_LE(max_abs_error(out.iou.rows(first, count), c.at(key + ".iou_predictions")), kDeviceDecoderScoreTolerance);
+    }
+    // The CPU decoder on the same prompt.
+    const MaskDecoderOutput reference = cpu.predict_masks(image, sparse, 1);
+    EXPECT_LE(max_abs_error(out.masks, reference.masks), kDeviceDecoderLogitTolerance);
+    EXPECT_LE(max_abs_error(out.iou, reference.iou), kDeviceDecoderScoreTolerance);
+    EXPECT_NEAR(out.object_score_logit, reference.object_score_logit, kDeviceDecoderScoreTolerance);
+  }
+  return runs;
+}
+
+}  // namespace sam2rt::testing

@@ -1,0 +1,85 @@
+// The mask decoder written against Backend (model/device_mask_decoder.h) on the
+// Vulkan backend (lavapipe in CI), fp32, validation layers on: every micro
+// golden prompt without mask input against the official goldens at the
+// decoder's tolerances and against the CPU decoder, recorded then replayed.
+#ifdef SAM2RT_VULKAN
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "backends/vulkan/vulkan_backend.h"
+#include "device_mask_decoder_goldens.h"
+#include "model/sam_heads.h"
+#include "vulkan_test_context.h"
+
+namespace sam2rt::testing {
+namespace {
+
+class VulkanMaskDecoderMicro : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
+  }
+  // A backend with the validation layers reporting into this test.
+  std::shared_ptr<VulkanBackend> backend(bool tiled_kernels = false) {
+    VulkanContextOptions options;
+    options.force_tiled_kernels = tiled_kernels;
+    options.validation = kValidationLayers;
+    options.validation_log = log_;
+    return std::make_shared<VulkanBackend>(options);
+  }
+
+ private:
+  std::shared_ptr<ValidationLog> log_ = std::make_shared<ValidationLog>();
+};
+
+TEST_F(VulkanMaskDecoderMicro, MatchesGoldensRecordedAndReplayed) {
+  const auto device = backend();
+  const auto decoder = micro_decoder(device);
+  const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
+  EXPECT_EQ(expect_micro_goldens(*decoder, features), 8);  // records a program per token count
+  EXPECT_EQ(expect_micro_goldens(*decoder, features), 8);  // replays them
+  const ProgramStats ops = decoder->last_ops();
+  EXPECT_GT(ops.ops, 0);
+  EXPECT_EQ(ops.ops_on_device, ops.ops);
+  EXPECT_GE(ops.dispatches, ops.ops);
+}
+
+// The kernels a GPU gets (tiled through shared memory), forced on this device.
+TEST_F(VulkanMaskDecoderMicro, MatchesGoldensWithTheTiledKernels) {
+  const auto device = backend(true);
+  const auto decoder = micro_decoder(device);
+  EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*device, micro_decoder_case().features)), 8);
+}
+// SamHeads on the device (as Sam2Model makes them for --device vulkan): every
+// micro golden run, through the prompt encoder, the device decoder (the mask
+// input prompt: the CPU's), the selection and the upscaling to the image.
+TEST_F(VulkanMaskDecoderMicro, SamHeadsOnTheDeviceMeetEveryGolden) {
+  const DecoderCase& c = micro_decoder_case();
+  const SamHeads heads(c.config, c.weights, backend());
+  ASSERT_TRUE(heads.decodes_on_device());
+  const int runs = expect_golden_runs_match(
+      c, heads, {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance},
+      [&](const GoldenRun& r, const MaskPrediction& pred) {
+        EXPECT_LE(max_abs_error(pred.all_low_res_logits, c.at(r.prompt.name + ".all_low_res_logits")),
+                  kDeviceDecoderLogitTolerance);
+        EXPECT_LE(max_abs_error(pred.low_res_masks, c.at(r.key_prefix + ".low_res_masks")),
+                  kDeviceDecoderLogitTolerance);
+        const Tensor& want_masks = c.at(r.key_prefix + ".masks");
+        EXPECT_LE(max_abs_error(pred.masks, want_masks), kDeviceDecoderLogitTolerance);
+        // Exempt where the golden logit itself is within the tolerance of 0.
+        expect_thresholded_masks_match(pred.masks, micro_dir() + "/masks/" + r.key_prefix + ".png", [&](int64_t i) {
+          return std::fabs(want_masks[i]) > kDeviceDecoderLogitTolerance;
+        });
+      });
+  EXPECT_EQ(runs, 10);
+  EXPECT_GT(heads.device_decoder_ops().ops_on_device, 0);
+}
+
+}  // namespace
+}  // namespace sam2rt::testing
+
+#endif

@@ -19,9 +19,15 @@ sanitizer_start=$(date +%s)
 cmake -S . -B build-asan -DSAM2RT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DSAM2RT_BUILD_BENCH=OFF -DSAM2RT_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "$(nproc)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
-  -E '^(Tiny|CliTiny|EncoderShapes|MaskDecoderTiny|Bf16Encoder|GoldensWithoutAvx512|VulkanEncoderTiny|AmgGoldenTiny|VulkanOpsTest|VulkanEncoderMicro)'
+left_out='Tiny|CliTiny|EncoderShapes|MaskDecoderTiny|Bf16Encoder|GoldensWithoutAvx512|VulkanEncoderTiny|AmgGoldenTiny|VulkanOpsTest|VulkanEncoderMicro'
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E "^($left_out|Vulkan|CliVulkan)"
+# The suites that load the Vulkan driver, without the leak check: Debian's Mesa
+# 22.3.6-1+deb12u2 leaks 128 bytes inside lavapipe (one realloc in the
+# unloaded driver, "<unknown module>"); every other check of ASan and UBSan stays on.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -R '^(Vulkan|CliVulkan)' -E "^($left_out)"
 echo "sanitizer build and tests took $(($(date +%s) - sanitizer_start)) s"
 
 # The Python package: its pytest suite against the extension just built, then

@@ -20,27 +20,8 @@
 namespace sam2rt::testing {
 namespace {
 
-class VulkanEncoderTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
-  }
-  // A backend with the validation layers reporting into this test.
-  std::shared_ptr<VulkanBackend> backend(uint64_t max_binding_bytes = 0, bool tiled_kernels = false) {
-    VulkanContextOptions options;
-    options.max_binding_bytes = max_binding_bytes;
-    options.force_tiled_kernels = tiled_kernels;
-    options.validation = kValidationLayers;
-    options.validation_log = log_;
-    return std::make_shared<VulkanBackend>(options);
-  }
-
- private:
-  std::shared_ptr<ValidationLog> log_ = std::make_shared<ValidationLog>();
-};
-
-using VulkanEncoderMicro = VulkanEncoderTest;
-using VulkanEncoderTiny = VulkanEncoderTest;
+using VulkanEncoderMicro = VulkanBackendTest;
+using VulkanEncoderTiny = VulkanBackendTest;
 
 TEST_F(VulkanEncoderMicro, MatchesOfficialGoldens) {
   const ModelConfig config = micro_config();

@@ -18,23 +18,7 @@
 namespace sam2rt::testing {
 namespace {
 
-class VulkanMaskDecoderMicro : public ::testing::Test {
- protected:
-  void TearDown() override {
-    for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
-  }
-  // A backend with the validation layers reporting into this test.
-  std::shared_ptr<VulkanBackend> backend(bool tiled_kernels = false) {
-    VulkanContextOptions options;
-    options.force_tiled_kernels = tiled_kernels;
-    options.validation = kValidationLayers;
-    options.validation_log = log_;
-    return std::make_shared<VulkanBackend>(options);
-  }
-
- private:
-  std::shared_ptr<ValidationLog> log_ = std::make_shared<ValidationLog>();
-};
+using VulkanMaskDecoderMicro = VulkanBackendTest;
 
 TEST_F(VulkanMaskDecoderMicro, MatchesGoldensRecordedAndReplayed) {
   const auto device = backend();
@@ -50,7 +34,7 @@ TEST_F(VulkanMaskDecoderMicro, MatchesGoldensRecordedAndReplayed) {
 
 // The kernels a GPU gets (tiled through shared memory), forced on this device.
 TEST_F(VulkanMaskDecoderMicro, MatchesGoldensWithTheTiledKernels) {
-  const auto device = backend(true);
+  const auto device = backend(0, true);
   const auto decoder = micro_decoder(device);
   EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*device, micro_decoder_case().features)), 8);
 }

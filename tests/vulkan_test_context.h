@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/vulkan/device_buffer.h"
+#include "backends/vulkan/vulkan_backend.h"
 #include "backends/vulkan/vulkan_context.h"
 #include "core/tensor.h"
 
@@ -66,6 +67,27 @@ class VulkanTest : public ::testing::Test {
 
 // Largest |a - b| over the elements, divided by max(1, largest |b|): the error
 // of a device result against the CPU kernel's, on the scale of the values.
+// Tests of whole models on a VulkanBackend (encoder, mask decoder): each
+// backend reports its validation messages into the test, which fails on any.
+class VulkanBackendTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const std::string& message : log_->messages()) ADD_FAILURE() << message;
+  }
+  // A backend with the validation layers reporting into this test.
+  std::shared_ptr<VulkanBackend> backend(uint64_t max_binding_bytes = 0, bool tiled_kernels = false) {
+    VulkanContextOptions options;
+    options.max_binding_bytes = max_binding_bytes;
+    options.force_tiled_kernels = tiled_kernels;
+    options.validation = kValidationLayers;
+    options.validation_log = log_;
+    return std::make_shared<VulkanBackend>(options);
+  }
+
+ private:
+  std::shared_ptr<ValidationLog> log_ = std::make_shared<ValidationLog>();
+};
+
 inline double scaled_max_error(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   double error = 0.0, scale = 1.0;

@@ -2,7 +2,8 @@
 #include "storage.glsl"
 #include "gelu.glsl"
 // A Linear layer on a band of rows: y[r, o] = epilogue(sum_k x[r, k] w[o, k] + b[o]),
-// W in PyTorch's [out, in] layout. No barriers and no shared memory (the
+// w[o, k] at w_base + o * ldw + k * w_step (PyTorch's [out, in] layout: ldw = in,
+// w_step = 1; attention's keys and transposed values take other strides). No barriers and no shared memory (the
 // fastest form on lavapipe, and the exact path): each invocation computes 4x4
 // outputs (rows ty + 16 i, outputs tx + 16 j of the workgroup's 64x64 tile, as
 // matmul_tiled.comp), so each value it reads serves four products instead of
@@ -26,6 +27,7 @@ layout(push_constant) uniform Push {
   uint w_base, b_base;
   uint y_base, ldy;
   uint epilogue, has_bias;
+  uint ldw, w_step;
 } p;
 
 void main() {
@@ -34,7 +36,7 @@ void main() {
   // Rows and outputs past the end read the last valid one (their sums are not stored).
   uint xi[kPer], wi[kPer];
   [[unroll]] for (uint i = 0; i < kPer; ++i) xi[i] = p.x_base + min(r0 + 16 * i, p.rows - 1) * p.ldx;
-  [[unroll]] for (uint j = 0; j < kPer; ++j) wi[j] = p.w_base + min(o0 + 16 * j, p.out_features - 1) * p.in_features;
+  [[unroll]] for (uint j = 0; j < kPer; ++j) wi[j] = p.w_base + min(o0 + 16 * j, p.out_features - 1) * p.ldw;
   float acc[kPer][kPer];
   [[unroll]] for (uint i = 0; i < kPer; ++i) {
     [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] = 0.0;
@@ -42,7 +44,7 @@ void main() {
   for (uint k = 0; k < p.in_features; ++k) {
     float xs[kPer], ws[kPer];
     [[unroll]] for (uint i = 0; i < kPer; ++i) xs[i] = float(x[xi[i] + k]);
-    [[unroll]] for (uint j = 0; j < kPer; ++j) ws[j] = float(w[wi[j] + k]);
+    [[unroll]] for (uint j = 0; j < kPer; ++j) ws[j] = float(w[wi[j] + k * p.w_step]);
     [[unroll]] for (uint i = 0; i < kPer; ++i) {
       [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] += xs[i] * ws[j];
     }

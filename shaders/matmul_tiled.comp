@@ -28,6 +28,7 @@ layout(push_constant) uniform Push {
   uint w_base, b_base;
   uint y_base, ldy;
   uint epilogue, has_bias;
+  uint ldw, w_step;  // w[o, k] at w_base + o * ldw + k * w_step, as matmul.comp
 } p;
 
 // [row or output][k], padded by one column against bank conflicts.
@@ -50,7 +51,7 @@ void main() {
       uint r = r0 + t, o = o0 + t, kk = k0 + k;
       bool in_k = kk < p.in_features;
       x_slice[t][k] = (r < p.rows && in_k) ? float(x[p.x_base + r * p.ldx + kk]) : 0.0;
-      w_slice[t][k] = (o < p.out_features && in_k) ? float(w[p.w_base + o * p.in_features + kk]) : 0.0;
+      w_slice[t][k] = (o < p.out_features && in_k) ? float(w[p.w_base + o * p.ldw + kk * p.w_step]) : 0.0;
     }
     barrier();
     [[unroll]] for (uint k = 0; k < kSlice; ++k) {

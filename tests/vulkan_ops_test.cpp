@@ -158,6 +158,17 @@ TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
   ops().softmax_rows(recorder, all_elements(dx), rows, cols);
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
+
+  // With a scale: the softmax of scale * x (attention's scores).
+  const float scale = 0.125f;
+  Tensor scaled = x.clone();
+  for (float& v : scaled) v *= scale;
+  softmax_rows(scaled.data(), rows, cols, cols);
+  const DeviceBuffer dx2 = upload(x);
+  CommandRecorder again(context());
+  ops().softmax_rows(again, all_elements(dx2), rows, cols, scale);
+  again.submit();
+  EXPECT_LE(scaled_max_error(download(dx2, {rows, cols}), scaled), 1e-6);
 }
 
 // Scores of a few units carry an absolute rounding of |s| 2^-23 into exp(), so
@@ -222,6 +233,56 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
     device.nk = 1000;
     EXPECT_THROW(ops().attention(recorder, device), Error);
   }
+}
+
+// Long attention on a CPU device (lavapipe): per head the scores GEMM, the
+// softmax and the values GEMM through a scratch, instead of the fused kernel.
+// 1100 keys (not a multiple of the GEMM's 64-wide tiles), two heads of 40 (the
+// second at a column offset in q, k, v and out), 70 queries.
+TEST_F(VulkanOpsTest, LongAttentionOnACpuDeviceGoesThroughScoresAndMatchesTheCpu) {
+  if (!context().limits().cpu_device) GTEST_SKIP() << "GPUs keep the fused kernel";
+  const int64_t tokens = 1100, nq = 70, heads = 2, head_dim = 40, width = heads * head_dim;
+  ASSERT_GE(tokens, VulkanOps::kScoresFromKeys);
+  const Tensor qkv = random_tensor({tokens, 3 * width}, 43, 2.0f);
+  Tensor expected({nq, width});
+  AttentionArgs args;
+  args.nq = nq;
+  args.nk = tokens;
+  args.heads = heads;
+  args.head_dim = head_dim;
+  args.q = qkv.data();
+  args.k = qkv.data() + width;
+  args.v = qkv.data() + 2 * width;
+  args.ldq = args.ldk = args.ldv = 3 * width;
+  args.out = expected.data();
+  args.ldo = width;
+  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  attention(args);
+
+  const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width), dscores = zeros(nq * tokens);
+  const DeviceElements all = all_elements(dqkv);
+  DeviceAttention device;
+  device.nq = nq;
+  device.nk = tokens;
+  device.heads = heads;
+  device.head_dim = head_dim;
+  device.q = all;
+  device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
+  device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
+  device.out = all_elements(dout);
+  device.ldq = device.ldk = device.ldv = 3 * width;
+  device.ldo = width;
+  device.scale = args.scale;
+  ASSERT_TRUE(ops().attends_through_scores(device));
+  CommandRecorder recorder(context());
+  EXPECT_THROW(ops().attention(recorder, device), Error) << "no scratch for the scores";
+  device.scores = all_elements(dscores);
+  ops().attention(recorder, device);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance);
+  // One key fewer than kScoresFromKeys keeps the fused kernel.
+  device.nk = VulkanOps::kScoresFromKeys - 1;
+  EXPECT_FALSE(ops().attends_through_scores(device));
 }
 
 // The scalar kernel of head dimensions that are not a multiple of 4: the micro

@@ -197,6 +197,11 @@ void VulkanBackend::attention(const AttentionOperands& a) {
   args.ldv = a.ldv;
   args.ldo = a.ldo;
   args.scale = a.scale;
+  DeviceTensor scores;  // freed at return: a later op may take its range (every dispatch ends in a barrier)
+  if (ops_library_->attends_through_scores(args)) {
+    scores = tensor({a.nq, a.nk});
+    args.scores = elements(scores, "attention");
+  }
   ops_library_->attention(record("attention"), args);
 }
 

@@ -23,7 +23,7 @@ constexpr int64_t kMaxHeadDim = 128;  // attention.comp, attention_narrow.comp, 
 constexpr int64_t kMaxLoopIterations = 65535;
 
 struct MatmulPush {
-  uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias;
+  uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias, ldw, w_step;
 };
 struct LayerNormPush {
   uint32_t rows, channels, x_base, ldx, weight_base, bias_base, y_base, ldy;
@@ -31,6 +31,7 @@ struct LayerNormPush {
 };
 struct SoftmaxPush {
   uint32_t rows, cols, base, ld;
+  float scale;
 };
 struct AttentionPush {
   uint32_t nq, nk, heads, head_dim, q_base, ldq, k_base, ldk, v_base, ldv, o_base, ldo;
@@ -199,34 +200,54 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
 
 void VulkanOps::matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight,
                        DeviceElements bias, int64_t in, int64_t out, DeviceElements y, Epilogue epilogue) const {
-  const std::string op = "Vulkan linear";
-  if (rows < 1) throw Error(op + ": no rows");
-  if (in < 1 || out < 1) throw Error(op + ": empty weight");
+  Gemm g;
+  g.x = x;
+  g.weight = weight;
+  g.bias = bias;
+  g.y = y;
+  g.rows = rows;
+  g.in = in;
+  g.out = out;
+  g.ldx = in;
+  g.ldw = in;
+  g.ldy = out;
+  g.epilogue = epilogue;
+  gemm(recorder, g, "Vulkan linear");
+}
+
+void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const {
+  if (g.rows < 1) throw Error(op + ": no rows");
+  if (g.in < 1 || g.out < 1) throw Error(op + ": empty weight");
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
-  const uint64_t widest_row = static_cast<uint64_t>(std::max(in, out)) * element_bytes();
+  // A band of n rows spans less than n * max(ldx, ldy) elements of x and of y.
+  const int64_t widest = std::max(g.ldx, g.ldy);
+  const uint64_t widest_row = static_cast<uint64_t>(widest) * element_bytes();
   const int64_t band = std::min<int64_t>(
-      {rows, static_cast<int64_t>(usable / widest_row),
+      {g.rows, static_cast<int64_t>(usable / widest_row),
        static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
   if (band < 1) {
-    throw Error(op + ": a row of " + std::to_string(std::max(in, out)) + " elements exceeds the " +
-                std::to_string(limit) + " bytes one binding may span on " + context_.device_name());
+    throw Error(op + ": a row of " + std::to_string(widest) + " elements exceeds the " + std::to_string(limit) +
+                " bytes one binding may span on " + context_.device_name());
   }
-  const bool has_bias = bias.buffer != nullptr;
-  const Bound weight_b = bind(weight, 0, static_cast<uint64_t>(in * out), op, "weight");
-  const Bound bias_b = has_bias ? bind(bias, 0, static_cast<uint64_t>(out), op, "bias") : weight_b;  // bound but not read
+  auto span = [](int64_t rows, int64_t ld, int64_t width) { return static_cast<uint64_t>((rows - 1) * ld + width); };
+  const bool has_bias = g.bias.buffer != nullptr;
+  const Bound weight_b = bind(g.weight, 0, span(g.out, g.ldw, (g.in - 1) * g.w_step + 1), op, "weight");
+  const Bound bias_b = has_bias ? bind(g.bias, 0, static_cast<uint64_t>(g.out), op, "bias") : weight_b;  // bound but not read
   // Every band's operands are checked before the first one is recorded.
-  bind(x, 0, static_cast<uint64_t>(rows * in), op, "x");
-  bind(y, 0, static_cast<uint64_t>(rows * out), op, "y");
-  for (int64_t r0 = 0; r0 < rows; r0 += band) {
-    const int64_t n = std::min(band, rows - r0);
-    const Bound xb = bind(x, static_cast<uint64_t>(r0 * in), static_cast<uint64_t>(n * in), op, "x");
-    const Bound yb = bind(y, static_cast<uint64_t>(r0 * out), static_cast<uint64_t>(n * out), op, "y");
-    const MatmulPush push{u32(n, op + ": rows"), u32(in, op + ": in"), u32(out, op + ": out"), xb.base,
-                          static_cast<uint32_t>(in), weight_b.base, bias_b.base, yb.base, static_cast<uint32_t>(out),
-                          static_cast<uint32_t>(epilogue), has_bias ? 1u : 0u};
+  bind(g.x, 0, span(g.rows, g.ldx, g.in), op, "x");
+  bind(g.y, 0, span(g.rows, g.ldy, g.out), op, "y");
+  for (int64_t r0 = 0; r0 < g.rows; r0 += band) {
+    const int64_t n = std::min(band, g.rows - r0);
+    const Bound xb = bind(g.x, static_cast<uint64_t>(r0 * g.ldx), span(n, g.ldx, g.in), op, "x");
+    const Bound yb = bind(g.y, static_cast<uint64_t>(r0 * g.ldy), span(n, g.ldy, g.out), op, "y");
+    const MatmulPush push{u32(n, op + ": rows"),          u32(g.in, op + ": in"),     u32(g.out, op + ": out"),
+                          xb.base,                         u32(g.ldx, op + ": ldx"),   weight_b.base,
+                          bias_b.base,                     yb.base,                    u32(g.ldy, op + ": ldy"),
+                          static_cast<uint32_t>(g.epilogue), has_bias ? 1u : 0u,       u32(g.ldw, op + ": ldw"),
+                          u32(g.w_step, op + ": w_step")};
     recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight_b.range, bias_b.range, yb.range}, push,
-                      {groups_for(out, kMatmulTile), groups_for(n, kMatmulTile), 1});
+                      {groups_for(g.out, kMatmulTile), groups_for(n, kMatmulTile), 1});
   }
 }
 
@@ -244,11 +265,12 @@ void VulkanOps::layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int
                     {groups_for(rows, kRowGroup), 1, 1});
 }
 
-void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const {
+void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols,
+                             float scale) const {
   const std::string op = "Vulkan softmax_rows";
   if (rows < 1 || cols < 1) throw Error(op + ": empty input");
   const Bound xb = bind(x, 0, static_cast<uint64_t>(rows * cols), op, "x");
-  const SoftmaxPush push{u32(rows, op + ": rows"), u32(cols, op + ": cols"), xb.base, static_cast<uint32_t>(cols)};
+  const SoftmaxPush push{u32(rows, op + ": rows"), u32(cols, op + ": cols"), xb.base, static_cast<uint32_t>(cols), scale};
   recorder.dispatch(softmax_rows_, {xb.range}, push, {groups_for(rows, kRowGroup), 1, 1});
 }
 
@@ -273,6 +295,10 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
   const Bound k = bind(a.k, 0, rows_span(a.nk, a.ldk, width), op, "k");
   const Bound v = bind(a.v, 0, rows_span(a.nk, a.ldv, width), op, "v");
   const Bound o = bind(a.out, 0, rows_span(a.nq, a.ldo, width), op, "out");
+  if (attends_through_scores(a)) {
+    attention_through_scores(recorder, a);
+    return;
+  }
   const AttentionPush push{u32(a.nq, op + ": nq"), u32(a.nk, op + ": nk"), u32(a.heads, op + ": heads"),
                            static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
                            u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
@@ -280,6 +306,54 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
   const ComputePipeline& kernel = narrow ? attention_narrow_ : tiled_ ? attention_tiled_ : attention_;
   recorder.dispatch(kernel, {q.range, k.range, v.range, o.range}, push,
                     {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
+}
+
+bool VulkanOps::attends_through_scores(const DeviceAttention& a) const {
+  const uint64_t scores_bytes = static_cast<uint64_t>(a.nq) * static_cast<uint64_t>(a.nk) * element_bytes();
+  return !tiled_ && precision_ == DevicePrecision::fp32 && a.head_dim % 4 == 0 && a.nk >= kScoresFromKeys &&
+         a.nk <= kMaxLoopIterations && scores_bytes + context_.limits().min_storage_buffer_offset_alignment <=
+                                              context_.max_binding_bytes();
+}
+
+void VulkanOps::attention_through_scores(CommandRecorder& recorder, const DeviceAttention& a) const {
+  const std::string op = "Vulkan attention";
+  if (a.scores.count < static_cast<uint64_t>(a.nq * a.nk)) {
+    throw Error(op + ": the scores scratch holds " + std::to_string(a.scores.count) + " elements, " +
+                std::to_string(a.nq * a.nk) + " needed");
+  }
+  auto column = [](DeviceElements operand, int64_t offset) {
+    operand.offset += static_cast<uint64_t>(offset);
+    operand.count -= std::min(operand.count, static_cast<uint64_t>(offset));
+    return operand;
+  };
+  // Head by head into the same scratch (every dispatch ends in a barrier).
+  for (int64_t h = 0; h < a.heads; ++h) {
+    const int64_t first = h * a.head_dim;
+    Gemm scores;  // scores[i, j] = q_i . k_j, keys as the weight rows
+    scores.x = column(a.q, first);
+    scores.weight = column(a.k, first);
+    scores.y = a.scores;
+    scores.rows = a.nq;
+    scores.in = a.head_dim;
+    scores.out = a.nk;
+    scores.ldx = a.ldq;
+    scores.ldw = a.ldk;
+    scores.ldy = a.nk;
+    gemm(recorder, scores, op + " (scores)");
+    softmax_rows(recorder, a.scores, a.nq, a.nk, a.scale);
+    Gemm mixed;  // out[i, d] = sum_j p[i, j] v[j, d]: the values transposed as the weight
+    mixed.x = a.scores;
+    mixed.weight = column(a.v, first);
+    mixed.y = column(a.out, first);
+    mixed.rows = a.nq;
+    mixed.in = a.nk;
+    mixed.out = a.head_dim;
+    mixed.ldx = a.nk;
+    mixed.ldw = 1;
+    mixed.w_step = a.ldv;
+    mixed.ldy = a.ldo;
+    gemm(recorder, mixed, op + " (values)");
+  }
 }
 
 void VulkanOps::windowed_attention(CommandRecorder& recorder, DeviceElements qkv, int64_t height, int64_t width,

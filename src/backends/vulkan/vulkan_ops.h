@@ -51,6 +51,8 @@ struct DeviceAttention {
   DeviceElements q, k, v, out;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   float scale = 1.0f;
+  // [nq, nk] scratch for the scores, when VulkanOps::attends_through_scores.
+  DeviceElements scores;
 };
 
 // The encoder's and the mask decoder's ops as Vulkan kernels, on fp32 or fp16 storage (fp32 arithmetic
@@ -91,13 +93,21 @@ class VulkanOps {
   // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
   void layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t channels,
                        DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
-  // softmax_rows, in place on dense [rows, cols].
-  void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols) const;
+  // softmax_rows, in place on dense [rows, cols], of scale * x.
+  void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols, float scale = 1.0f) const;
   // attention (head_dim at most 128). On GPUs the kernel that stages keys and
   // values through shared memory, same arithmetic in the same order. A head_dim
   // that is not a multiple of 4 takes a scalar kernel (the micro config's
-  // decoder), for at most 65535 / (2 + 3 * head_dim) keys.
+  // decoder), for at most 65535 / (2 + 3 * head_dim) keys. Long fp32 attention on
+  // a CPU device (attends_through_scores) goes through args.scores instead.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
+  // Whether attention() needs args.scores: on CPU devices (lavapipe) the fused
+  // kernel keeps a head's query and sums per invocation, which llvmpipe holds in
+  // memory, not registers; from kScoresFromKeys keys on, each head is faster as
+  // the barrier-free GEMM (scores = Q K^T), softmax_rows and the GEMM (scores V).
+  // fp32 storage only: fp16 scores would round the probabilities.
+  bool attends_through_scores(const DeviceAttention& args) const;
+  static constexpr int64_t kScoresFromKeys = 1024;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
   void windowed_attention(CommandRecorder& recorder, DeviceElements qkv, int64_t height, int64_t width,
@@ -135,6 +145,16 @@ class VulkanOps {
   template <class Push>
   void dispatch_elements(CommandRecorder& recorder, const ComputePipeline& pipeline,
                          std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const;
+
+  // y[r, o] = epilogue(sum_k x[r * ldx + k] w[o * ldw + k * w_step] + b[o]) into
+  // y[r * ldy + o]: linear(), matmul() and the scores path of attention().
+  struct Gemm {
+    DeviceElements x, weight, bias, y;
+    int64_t rows = 0, in = 0, out = 0, ldx = 0, ldw = 0, w_step = 1, ldy = 0;
+    Epilogue epilogue = Epilogue::none;
+  };
+  void gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const;
+  void attention_through_scores(CommandRecorder& recorder, const DeviceAttention& args) const;
 
   const VulkanContext& context_;
   DevicePrecision precision_;

@@ -82,7 +82,7 @@ TEST(MaskDecoderMicro, BatchEqualsOneByOne) {
 TEST(MaskDecoderMicro, LowResBatchSkipsOnlyPromptsWhoseMasksAllFailTheIouFilter) {
   const auto& c = micro_decoder_case();
   const SamHeads heads(c.config, c.weights);
-  const DecoderImageState image = heads.prepare_image(c.features);
+  const HeadsImage image = heads.prepare_image(c.features);
   std::vector<Prompt> prompts;
   for (const auto& g : c.prompts) {
     if (g.prompt.mask_input.empty()) prompts.push_back(g.prompt);

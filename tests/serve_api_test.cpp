@@ -440,6 +440,15 @@ std::shared_ptr<const Predictor> predictor_with_features(int width, int height) 
   return predictor;
 }
 
+// From the model's shapes (a device's features are not downloaded for it): the bytes of the features.
+TEST(ServeApiCache, ChargesTheBytesOfTheDecoderFeatures) {
+  const auto predictor = predictor_with_features(10, 10);
+  const DecoderFeatures& f = predictor->features();
+  EXPECT_EQ(ImageCache::charge(*predictor),
+            (f.image_embed.numel() + f.feat_s1.numel() + f.feat_s0.numel()) * static_cast<int64_t>(sizeof(float)));
+  EXPECT_THROW(ImageCache::charge(Predictor(micro_model())), Error);
+}
+
 TEST(ServeApiCache, EvictsTheLeastRecentlyUsedImageBeyondTheBudget) {
   const auto a = predictor_with_features(10, 10);
   const int64_t entry = ImageCache::charge(*a);

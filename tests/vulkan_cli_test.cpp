@@ -126,6 +126,10 @@ TEST(CliVulkan, BenchCountsEveryOpOnTheDevice) {
   EXPECT_EQ(report.at("ops_on_device"), report.at("ops_total"));
   EXPECT_GE(report.at("device_dispatches").get<int>(), report.at("ops_total").get<int>());
   EXPECT_TRUE(report.contains("upload_ms") && report.contains("device_encode_ms") && report.contains("download_ms"));
+  // The image goes up once; nothing comes down (the decoder's features stay there).
+  EXPECT_EQ(report.at("uploads_per_image"), 1) << report.dump();
+  EXPECT_EQ(report.at("downloads_per_image"), 0) << report.dump();
+  EXPECT_FALSE(report.contains("decoder_downloads_per_prompt"));
 }
 
 TEST(CliVulkan, BenchCountsTheDecoderOpsOnTheDevice) {
@@ -141,6 +145,15 @@ TEST(CliVulkan, BenchCountsTheDecoderOpsOnTheDevice) {
   EXPECT_GT(report.at("decoder_ops_total").get<int>(), 0) << report.dump();
   EXPECT_EQ(report.at("decoder_ops_on_device"), report.at("decoder_ops_total"));
   EXPECT_GE(report.at("decoder_device_dispatches").get<int>(), report.at("decoder_ops_total").get<int>());
+  // A prompt uploads its tokens and downloads its outputs, packed into one tensor.
+  EXPECT_NE(result.out.find("transfers       per image (set_image) 1 upload(s), 0 download(s); per prompt 1 "
+                            "upload(s), 1 download(s)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(report.at("uploads_per_image"), 1) << report.dump();
+  EXPECT_EQ(report.at("downloads_per_image"), 0) << report.dump();
+  EXPECT_EQ(report.at("decoder_uploads_per_prompt"), 1) << report.dump();
+  EXPECT_EQ(report.at("decoder_downloads_per_prompt"), 1) << report.dump();
 }
 
 TEST(CliVulkan, SegmentMeetsTheMicroGolden) {

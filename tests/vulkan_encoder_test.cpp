@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,7 +88,7 @@ TEST_F(VulkanEncoderMicro, LeavesTheDecoderFeaturesOnTheDeviceWhenAsked) {
   const ModelConfig config = micro_config();
   const auto device = backend();
   const ImageEncoder encoder(config, synthetic_weights(config, 0), device);
-  const EncodeOptions keep{.decoder_features_on_device = true};
+  const EncodeOptions keep{.decoder_features_on_device = true, .download_outputs = true};
   const EncoderOutputs first = encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 41), keep);
   const EncoderOutputs second = encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 42), keep);
   EXPECT_TRUE(encoder.encode(random_tensor({1, 3, config.image_size, config.image_size}, 43))
@@ -103,6 +104,48 @@ TEST_F(VulkanEncoderMicro, LeavesTheDecoderFeaturesOnTheDeviceWhenAsked) {
       for (int64_t i = 0; i < kept.numel(); ++i) ASSERT_EQ(kept[i], expected[i]) << name << " at " << i;
     }
   }
+}
+
+// Features left on the device are not downloaded unless asked: the encode
+// uploads the image and downloads nothing; download_decoder_features later
+// gives the bits the encode would have downloaded.
+TEST_F(VulkanEncoderMicro, DownloadsNothingWhenTheFeaturesStayOnTheDevice) {
+  const ModelConfig config = micro_config();
+  const auto device = backend();
+  const ImageEncoder encoder(config, synthetic_weights(config, 0), device);
+  const Tensor image = random_tensor({1, 3, config.image_size, config.image_size}, 51);
+  const EncoderOutputs downloaded = encoder.encode(image);
+  for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
+    const TransferCounts before = device->transfers();
+    const EncoderOutputs resident = encoder.encode(image, {.decoder_features_on_device = true});
+    const TransferCounts after = device->transfers();
+    EXPECT_EQ(after.uploads - before.uploads, 1);
+    EXPECT_EQ(after.downloads - before.downloads, 0);
+    EXPECT_TRUE(resident.decoder.image_embed.empty() && resident.decoder.feat_s1.empty() &&
+                resident.decoder.feat_s0.empty());
+    EXPECT_TRUE(resident.neck_levels.empty());
+    EXPECT_EQ(resident.download_ms, 0.0);
+    // The same encode without its six NCHW conversions.
+    EXPECT_LT(resident.ops.ops, downloaded.ops.ops);
+    EXPECT_EQ(resident.ops.ops_on_device, resident.ops.ops);
+
+    const DecoderFeatures later = encoder.download_decoder_features(resident.decoder_on_device);
+    EXPECT_EQ(device->transfers().downloads - after.downloads, 3);
+    for (const auto& [name, pair] :
+         {std::pair{"image_embed", std::pair{&later.image_embed, &downloaded.decoder.image_embed}},
+          std::pair{"feat_s1", std::pair{&later.feat_s1, &downloaded.decoder.feat_s1}},
+          std::pair{"feat_s0", std::pair{&later.feat_s0, &downloaded.decoder.feat_s0}}}) {
+      ASSERT_EQ(pair.first->shape(), pair.second->shape()) << name;
+      EXPECT_EQ(std::memcmp(pair.first->data(), pair.second->data(), sizeof(float) * pair.first->numel()), 0) << name;
+    }
+  }
+  // Asked for, they come as before.
+  const EncoderOutputs asked = encoder.encode(image, {.decoder_features_on_device = true, .download_outputs = true});
+  EXPECT_EQ(asked.neck_levels.size(), downloaded.neck_levels.size());
+  EXPECT_EQ(std::memcmp(asked.decoder.feat_s0.data(), downloaded.decoder.feat_s0.data(),
+                        sizeof(float) * downloaded.decoder.feat_s0.numel()),
+            0);
+  EXPECT_THROW(encoder.download_decoder_features({}), Error);
 }
 
 TEST_F(VulkanEncoderMicro, AnOpThatCannotBeRecordedFailsEveryEncodeAlike) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -228,6 +229,24 @@ TEST_F(VulkanFp16Test, MicroEncoderOutputsStayAboveTheCosineBound) {
   const EncoderOutputs expected = ImageEncoder(config, weights).encode(image, {.trunk_outputs = true});
   const EncoderOutputs actual = ImageEncoder(config, weights, device()).encode(image, {.trunk_outputs = true});
   expect_levels_within_fp16_bound(expected, actual, 11);
+}
+
+// Features kept on an fp16 device and downloaded later are the halves the
+// encode's own download widens, bit for bit.
+TEST_F(VulkanFp16Test, FeaturesDownloadedLaterAreTheEncodesBits) {
+  const ModelConfig config = micro_config();
+  const ImageEncoder encoder(config, synthetic_weights(config, 0), device());
+  const Tensor image = random_tensor({1, 3, config.image_size, config.image_size}, 42);
+  const EncoderOutputs downloaded = encoder.encode(image);
+  const DecoderFeatures later =
+      encoder.download_decoder_features(encoder.encode(image, {.decoder_features_on_device = true}).decoder_on_device);
+  for (const auto& [name, pair] :
+       {std::pair{"image_embed", std::pair{&later.image_embed, &downloaded.decoder.image_embed}},
+        std::pair{"feat_s1", std::pair{&later.feat_s1, &downloaded.decoder.feat_s1}},
+        std::pair{"feat_s0", std::pair{&later.feat_s0, &downloaded.decoder.feat_s0}}}) {
+    ASSERT_EQ(pair.first->shape(), pair.second->shape()) << name;
+    EXPECT_EQ(std::memcmp(pair.first->data(), pair.second->data(), sizeof(float) * pair.first->numel()), 0) << name;
+  }
 }
 
 using VulkanEncoderTinyFp16 = VulkanFp16Test;

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/vulkan/vulkan_backend.h"
 #include "device_mask_decoder_goldens.h"
@@ -61,6 +63,53 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsOnTheDeviceMeetEveryGolden) {
       });
   EXPECT_EQ(runs, 10);
   EXPECT_GT(heads.device_decoder_ops().ops_on_device, 0);
+}
+
+// With the decoder on the device, an image needs the CPU decoder's state (and
+// so its host features) only for a prompt with a mask input: made then, once.
+TEST_F(VulkanMaskDecoderMicro, SamHeadsMakeTheCpuStateOnlyForAMaskInput) {
+  const DecoderCase& c = micro_decoder_case();
+  const auto device = backend();
+  const SamHeads heads(c.config, c.weights, device);
+  int fetched = 0;
+  const HeadsImage image = heads.prepare_image(upload_decoder_features(*device, c.features), [&] {
+    ++fetched;
+    return c.features;
+  });
+  std::vector<Prompt> without_mask;
+  const Prompt* with_mask = nullptr;
+  for (const GoldenPrompt& g : c.prompts) {
+    if (g.prompt.mask_input.empty()) {
+      without_mask.push_back(g.prompt);
+    } else {
+      with_mask = &g.prompt;
+    }
+  }
+  ASSERT_NE(with_mask, nullptr);
+  heads.predict(image, without_mask.front(), true, c.orig_w, c.orig_h);
+  heads.predict_batch(image, without_mask, false, c.orig_w, c.orig_h);
+  heads.predict_batch_low_res(image, without_mask, true, c.orig_w, c.orig_h, 0.5f);
+  EXPECT_EQ(fetched, 0);
+  const MaskPrediction first = heads.predict(image, *with_mask, true, c.orig_w, c.orig_h);
+  EXPECT_EQ(fetched, 1);
+  heads.predict_batch(image, {without_mask.front(), *with_mask}, true, c.orig_w, c.orig_h);
+  EXPECT_EQ(fetched, 1);
+  // As the CPU state made with the image.
+  const MaskPrediction expected = heads.predict(c.features, *with_mask, true, c.orig_w, c.orig_h);
+  ASSERT_EQ(first.low_res_masks.shape(), expected.low_res_masks.shape());
+  EXPECT_EQ(std::memcmp(first.low_res_masks.data(), expected.low_res_masks.data(),
+                        sizeof(float) * expected.low_res_masks.numel()),
+            0);
+  EXPECT_EQ(first.all_iou, expected.all_iou);
+
+  // A batch with a mask input makes it before its workers start, once.
+  int fetched_by_batch = 0;
+  const HeadsImage other = heads.prepare_image(upload_decoder_features(*device, c.features), [&] {
+    ++fetched_by_batch;
+    return c.features;
+  });
+  heads.predict_batch(other, {*with_mask, without_mask.front(), *with_mask, *with_mask}, true, c.orig_w, c.orig_h);
+  EXPECT_EQ(fetched_by_batch, 1);
 }
 
 }  // namespace

@@ -212,6 +212,17 @@ struct BenchCommand {
       }
       batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
     }
+    // Host<->device copies of one more image and one prompt on it (none on the CPU).
+    const Backend& backend = loaded->encoder().backend();
+    const TransferCounts before_image = backend.transfers();
+    predictor.set_image(image, options);
+    const TransferCounts after_image = backend.transfers();
+    if (!encoder_only) predictor.predict(prompts.front(), true);
+    const TransferCounts after_prompt = backend.transfers();
+    const TransferCounts image_transfers{after_image.uploads - before_image.uploads,
+                                         after_image.downloads - before_image.downloads};
+    const TransferCounts prompt_transfers{after_prompt.uploads - after_image.uploads,
+                                          after_prompt.downloads - after_image.downloads};
     // Of the last decode (a one-point prompt of the batch).
     const bool decoder_on_device = loaded->heads().decodes_on_device();
     const ProgramStats decoder_ops = loaded->heads().device_decoder_ops();
@@ -275,6 +286,15 @@ struct BenchCommand {
     } else if (!encoder_only) {
       std::printf("decoder ops     on the CPU\n");
     }
+    if (on_device) {
+      std::printf("transfers       per image (set_image) %lld upload(s), %lld download(s)",
+                  static_cast<long long>(image_transfers.uploads), static_cast<long long>(image_transfers.downloads));
+      if (!encoder_only) {
+        std::printf("; per prompt %lld upload(s), %lld download(s)", static_cast<long long>(prompt_transfers.uploads),
+                    static_cast<long long>(prompt_transfers.downloads));
+      }
+      std::printf("\n");
+    }
     std::printf("peak RSS        %.0f MB\n", rss);
     const nlohmann::json fidelity =
         options.precision == Precision::bf16 ? print_fidelity(loaded, image, 4) : nlohmann::json();
@@ -315,6 +335,12 @@ struct BenchCommand {
       if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
       if (on_device) {
         report["device_dispatches"] = ops.dispatches;
+        report["uploads_per_image"] = image_transfers.uploads;
+        report["downloads_per_image"] = image_transfers.downloads;
+        if (!encoder_only) {
+          report["decoder_uploads_per_prompt"] = prompt_transfers.uploads;
+          report["decoder_downloads_per_prompt"] = prompt_transfers.downloads;
+        }
         report["upload_ms"] = to_json(summarize(upload_samples));
         report["device_encode_ms"] = to_json(summarize(device_samples));
         report["download_ms"] = to_json(summarize(download_samples));
@@ -340,7 +366,8 @@ void register_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Benchmark load, encoder and decoder (warm-up runs, then timed runs; min/median/mean/max/std), achieved "
-      "GFLOP/s of the encoder and peak RSS. With --precision bf16 also the bf16-vs-fp32 fidelity table. "
+      "GFLOP/s of the encoder and peak RSS. With --device vulkan also the ops on the device and the host<->device "
+      "transfers of an image (set_image) and of a prompt. With --precision bf16 also the bf16-vs-fp32 fidelity table. "
       "SAM2RT_PROFILE=1 adds a per-stage breakdown of the encoder.");
   command->model.add_to(*sub);
   command->model.add_device_to(*sub);

@@ -366,9 +366,14 @@ class SegmentServer {
     Predictor encoder(model_);
     encoder.set_image(image, EncodeOptions{.precision = options_.model.encoder_precision()});
     const double encode_ms = milliseconds_since(start);
-    // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
     auto served = std::make_shared<ServedImage>(model_, std::move(image));
-    served->predictor.set_features(encoder.features(), width, height);
+    if (model_->heads().decodes_on_device()) {
+      // The features stayed on the device and nothing else came down: keep that predictor.
+      served->predictor = std::move(encoder);
+    } else {
+      // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
+      served->predictor.set_features(encoder.features(), width, height);
+    }
     const std::string id = images_.insert(std::move(served));
     std::fprintf(stderr, "serve: image %s (%dx%d) encoded in %.0f ms; %zu cached\n", id.c_str(), width, height,
                  encode_ms, images_.size());

@@ -11,8 +11,13 @@ ImageCache::ImageCache(int64_t budget_bytes) : budget_(budget_bytes), id_bits_(s
 }
 
 int64_t ImageCache::charge(const Predictor& predictor) {
-  const DecoderFeatures& f = predictor.features();
-  return (f.image_embed.numel() + f.feat_s1.numel() + f.feat_s0.numel()) * static_cast<int64_t>(sizeof(float));
+  if (!predictor.has_image()) throw Error("image cache: only predictors with an image can be charged");
+  // From the model's shapes, which every image's features have (set_features checks
+  // them): features() would download features a device keeps.
+  const ModelConfig& config = predictor.model().config();
+  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
+  const int64_t floats = c * e * e + (c / 4) * (2 * e) * (2 * e) + (c / 8) * (4 * e) * (4 * e);
+  return floats * static_cast<int64_t>(sizeof(float));
 }
 
 std::string ImageCache::new_id() {

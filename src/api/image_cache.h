@@ -32,7 +32,8 @@ class ImageCache {
   int64_t bytes() const;
   int64_t budget() const { return budget_; }
 
-  // What an entry is charged: the bytes of its decoder features.
+  // What an entry is charged: the bytes of its decoder features (float32), on the
+  // host or on the device that keeps them.
   static int64_t charge(const Predictor& predictor);
 
  private:

@@ -2,24 +2,51 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "core/error.h"
 #include "model/preprocess.h"
 
 namespace sam2rt {
 
+// The current image: the encoder's outputs, and their decoder features on the
+// host, downloaded on the first request when the encode left them on the device.
+struct Predictor::Image {
+  EncoderOutputs outputs;
+  std::once_flag host_made;
+  DecoderFeatures host;
+
+  const DecoderFeatures& host_features(const ImageEncoder& encoder) {
+    std::call_once(host_made, [&] {
+      host = outputs.decoder.image_embed.empty() ? encoder.download_decoder_features(outputs.decoder_on_device)
+                                                 : outputs.decoder;
+    });
+    return host;
+  }
+};
+
 Predictor::Predictor(std::shared_ptr<const Sam2Model> model, MaskFill fill)
     : model_(std::move(model)), fill_(fill) {}
 
 void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
   const int size = model_->config().image_size;
+  const SamHeads& heads = model_->heads();
   EncodeOptions encode = options;
-  encode.decoder_features_on_device = model_->heads().decodes_on_device();
-  outputs_ = model_->encoder().encode(preprocess_image(image, size), encode);
-  decoder_state_ = model_->heads().prepare_image(outputs_.decoder, outputs_.decoder_on_device);
+  encode.decoder_features_on_device = heads.decodes_on_device();
+  auto encoded = std::make_shared<Image>();
+  encoded->outputs = model_->encoder().encode(preprocess_image(image, size), encode);
+  HeadsImage state;
+  if (encoded->outputs.decoder.image_embed.empty()) {
+    // Only a prompt with a mask input (the CPU decoder's) brings the features to the host.
+    state = heads.prepare_image(encoded->outputs.decoder_on_device,
+                                [encoded, model = model_] { return encoded->host_features(model->encoder()); });
+  } else {
+    state = heads.prepare_image(encoded->outputs.decoder, encoded->outputs.decoder_on_device);
+  }
+  image_ = std::move(encoded);
+  decoder_state_ = std::move(state);
   orig_width_ = image.width;
   orig_height_ = image.height;
-  has_image_ = true;
 }
 
 void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_height) {
@@ -45,12 +72,13 @@ void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_
   check_finite(features.feat_s1, "feat_s1");
   check_finite(features.feat_s0, "feat_s0");
   if (orig_width <= 0 || orig_height <= 0) throw Error("features: original image size must be positive");
-  outputs_ = EncoderOutputs{};
-  outputs_.decoder = std::move(features);
-  decoder_state_ = model_->heads().prepare_image(outputs_.decoder);
+  auto given = std::make_shared<Image>();
+  given->outputs.decoder = std::move(features);
+  HeadsImage state = model_->heads().prepare_image(given->outputs.decoder);
+  image_ = std::move(given);
+  decoder_state_ = std::move(state);
   orig_width_ = orig_width;
   orig_height_ = orig_height;
-  has_image_ = true;
 }
 
 void Predictor::set_features(FeatureFile file, bool force) {
@@ -58,26 +86,35 @@ void Predictor::set_features(FeatureFile file, bool force) {
   set_features(std::move(file.features), file.orig_width, file.orig_height);
 }
 
+void Predictor::require_image() const {
+  if (!has_image()) throw Error("no image set: call set_image or set_features before predicting");
+}
+
 const DecoderFeatures& Predictor::features() const {
-  if (!has_image_) throw Error("no image set: call set_image or set_features before predicting");
-  return outputs_.decoder;
+  require_image();
+  return image_->host_features(model_->encoder());
+}
+
+const EncoderOutputs& Predictor::encoder_outputs() const {
+  static const EncoderOutputs none;
+  return image_ ? image_->outputs : none;
 }
 
 MaskPrediction Predictor::predict(const Prompt& prompt, bool multimask) const {
   validate_prompt(prompt, orig_width_, orig_height_, model_->config());
-  features();  // throws when no image is set
+  require_image();
   return model_->heads().predict(decoder_state_, prompt, multimask, orig_width_, orig_height_, fill_);
 }
 
 std::vector<MaskPrediction> Predictor::predict_batch(const std::vector<Prompt>& prompts, bool multimask) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_width_, orig_height_, model_->config());
-  features();  // throws when no image is set
+  require_image();
   return model_->heads().predict_batch(decoder_state_, prompts, multimask, orig_width_, orig_height_, fill_);
 }
 
 std::vector<MaskPrediction> Predictor::predict_batch_low_res(const std::vector<Prompt>& prompts, bool multimask,
                                                              std::optional<float> skip_masks_iou_at_most) const {
-  features();  // throws when no image is set
+  require_image();
   return model_->heads().predict_batch_low_res(decoder_state_, prompts, multimask, orig_width_, orig_height_,
                                                skip_masks_iou_at_most);
 }

@@ -21,7 +21,10 @@ class Predictor {
   // fill: SAM2ImagePredictor's mask_threshold, max_hole_area and max_sprinkle_area.
   explicit Predictor(std::shared_ptr<const Sam2Model> model, MaskFill fill = {});
 
-  // Preprocesses (Pillow bilinear + normalise) and encodes the photo.
+  // Preprocesses (Pillow bilinear + normalise) and encodes the photo. With the
+  // mask decoder on a device the features stay there (one upload, no download):
+  // features() downloads them when first asked, and encoder_outputs() holds
+  // host tensors only if options.download_outputs asked for them.
   void set_image(const RgbImage& image, const EncodeOptions& options = {});
   // Reuses features this process computed with the same model (shapes are checked).
   void set_features(DecoderFeatures features, int orig_width, int orig_height);
@@ -30,12 +33,17 @@ class Predictor {
   // record; `force` uses them anyway (shapes are still checked).
   void set_features(FeatureFile file, bool force = false);
 
-  bool has_image() const { return has_image_; }
+  bool has_image() const { return image_ != nullptr; }
   int orig_width() const { return orig_width_; }
   int orig_height() const { return orig_height_; }
+  // The image's decoder features on the host, NCHW. Features left on a device
+  // are downloaded on the first call (thread-safe, once per image), bit for bit
+  // what the encode would have downloaded.
   const DecoderFeatures& features() const;
-  // Full encoder outputs of the last set_image (empty after set_features).
-  const EncoderOutputs& encoder_outputs() const { return outputs_; }
+  // The encoder outputs of the last set_image as the encode returned them (only
+  // `decoder` after set_features; nothing before any image): see set_image for
+  // when their host tensors are empty.
+  const EncoderOutputs& encoder_outputs() const;
 
   MaskPrediction predict(const Prompt& prompt, bool multimask) const;
   std::vector<MaskPrediction> predict_batch(const std::vector<Prompt>& prompts, bool multimask) const;
@@ -48,11 +56,13 @@ class Predictor {
   const MaskFill& fill() const { return fill_; }
 
  private:
+  struct Image;
+  void require_image() const;
+
   std::shared_ptr<const Sam2Model> model_;
   MaskFill fill_;
-  EncoderOutputs outputs_;
-  DecoderImageState decoder_state_;  // what every prompt on the current image shares
-  bool has_image_ = false;
+  std::shared_ptr<Image> image_;  // shared by copies of this predictor: the same image
+  HeadsImage decoder_state_;      // what every prompt on the current image shares
   int orig_width_ = 0;
   int orig_height_ = 0;
 };

@@ -147,8 +147,10 @@ int sam2rt_predictor_save_features(const sam2rt_predictor* predictor, const char
       [&] {
         if (!path) throw sam2rt::Error("path is NULL");
         const sam2rt::Predictor& p = with_image(predictor);
-        // After set_features the outputs hold only the decoder-ready tensors, which is what gets written.
-        sam2rt::write_feature_file(path, p.encoder_outputs(),
+        // The decoder-ready tensors, downloaded first when they are on a device.
+        sam2rt::EncoderOutputs decoder_ready;
+        decoder_ready.decoder = p.features();
+        sam2rt::write_feature_file(path, decoder_ready,
                                    sam2rt::identify_model(p.model().config(), p.model().weights()),
                                    predictor->model_description, p.orig_width(), p.orig_height(),
                                    sam2rt::FeatureFileOptions{});

@@ -37,6 +37,15 @@ struct ProgramStats {
   int64_t dispatches = 0;
 };
 
+// Copies of activations between the host and a device backend's memory
+// (bench reports them per image and per prompt): uploads are write() and
+// input(), downloads are download(). What is made resident at load (constants,
+// Linear weights) is not counted.
+struct TransferCounts {
+  int64_t uploads = 0;
+  int64_t downloads = 0;
+};
+
 // A recorded sequence of ops a device backend replays (docs/BACKENDS.md).
 class Program {
  public:
@@ -63,6 +72,8 @@ class Backend {
   virtual bool records() const = 0;
   // Ops called (run or recorded) since the backend was made.
   virtual int64_t ops_called() const = 0;
+  // Transfers since the backend was made; none on the CPU, whose tensors are host memory.
+  virtual TransferCounts transfers() const = 0;
 
   // Constants: made resident once (model load), kept while a handle lives.
   virtual DeviceTensor constant(const Tensor& value) = 0;

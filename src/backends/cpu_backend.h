@@ -19,6 +19,7 @@ class CpuBackend final : public Backend {
   std::string description() const override { return "cpu"; }
   bool records() const override { return false; }
   int64_t ops_called() const override { return ops_.load(); }
+  TransferCounts transfers() const override { return {}; }
 
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;

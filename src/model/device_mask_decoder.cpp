@@ -113,8 +113,15 @@ struct DeviceMaskDecoder::Block {
 
 DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFeatures& features) {
   std::lock_guard lock(backend.run_mutex());
-  return {backend.constant(nchw_to_hwc(features.image_embed)), backend.constant(nchw_to_hwc(features.feat_s1)),
-          backend.constant(nchw_to_hwc(features.feat_s0))};
+  // Written into persistent tensors rather than made constants: an image's
+  // features are an upload per image (Backend::transfers counts them), not part of the model.
+  auto upload = [&backend](const Tensor& nchw) {
+    const Tensor hwc = nchw_to_hwc(nchw);
+    DeviceTensor x = backend.persistent(hwc.shape());
+    backend.write(x, hwc);
+    return x;
+  };
+  return {upload(features.image_embed), upload(features.feat_s1), upload(features.feat_s0)};
 }
 
 DeviceMaskDecoder::DeviceMaskDecoder(const ModelConfig& config, const WeightMap& weights, const Tensor& image_pe,
@@ -271,15 +278,21 @@ void DeviceMaskDecoder::forward(Decode& decode) const {
     b.copy_elements(queries, row * c, x, 0, c);
     return x;
   };
-  DeviceTensor hyper = b.tensor({num_mask_tokens_, up_c});
-  for (int m = 0; m < num_mask_tokens_; ++m) {
+  const int64_t m = num_mask_tokens_;
+  DeviceTensor hyper = b.tensor({m, up_c});
+  for (int64_t i = 0; i < m; ++i) {
     DeviceTensor h = b.tensor({1, up_c});
-    hypernetworks_[static_cast<size_t>(m)](b, token_row(2 + m), h);
-    b.copy_elements(h, 0, hyper, m * up_c, up_c);
+    hypernetworks_[static_cast<size_t>(i)](b, token_row(2 + i), h);
+    b.copy_elements(h, 0, hyper, i * up_c, up_c);
   }
-  b.matmul_transposed(hyper, upscaled.reshaped({l * l, up_c}), decode.masks);
-  (*iou_head_)(b, token_row(1), decode.iou);
-  (*object_score_head_)(b, token_row(0), decode.object_score);
+  DeviceTensor masks = b.tensor({m, l * l}), iou = b.tensor({1, m}), object_score = b.tensor({1, 1});
+  b.matmul_transposed(hyper, upscaled.reshaped({l * l, up_c}), masks);
+  (*iou_head_)(b, token_row(1), iou);
+  (*object_score_head_)(b, token_row(0), object_score);
+  // Packed for one download (a device copies a few MB faster than it makes another round trip).
+  b.copy_elements(masks, 0, decode.outputs, 0, m * l * l);
+  b.copy_elements(iou, 0, decode.outputs, m * l * l, m);
+  b.copy_elements(object_score, 0, decode.outputs, m * l * l + m, 1);
 }
 
 MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse) const {
@@ -288,11 +301,7 @@ MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& 
   Backend& b = *backend_;
   std::lock_guard lock(b.run_mutex());
   set_image(features);
-  auto make_outputs = [&](Decode& d) {
-    d.masks = b.tensor({m, l * l});
-    d.iou = b.tensor({1, m});
-    d.object_score = b.tensor({1, 1});
-  };
+  auto make_outputs = [&](Decode& d) { d.outputs = b.tensor({m * l * l + m + 1}); };
   Decode run_now;  // the CPU's: ops run when called
   Decode* decode = &run_now;
   if (b.records()) {
@@ -326,10 +335,11 @@ MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& 
     last_ops_ = {b.ops_called() - ops_before, 0, 0};
   }
   ScopedStage stage("decoder: download");
+  const Tensor outputs = b.download(decode->outputs);
   MaskDecoderOutput out;
-  out.masks = b.download(decode->masks).reshaped({m, l, l});
-  out.iou = b.download(decode->iou).reshaped({m});
-  out.object_score_logit = b.download(decode->object_score)[0];
+  out.masks = outputs.rows(0, m * l * l).reshaped({m, l, l});
+  out.iou = outputs.rows(m * l * l, m);
+  out.object_score_logit = outputs[m * l * l + m];
   return out;
 }
 

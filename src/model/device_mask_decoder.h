@@ -15,9 +15,9 @@
 namespace sam2rt {
 
 // Host features (NCHW, as the encoder downloads them) made channels-last tensors
-// of `backend` (holding its run_mutex()), as constants: a device backend's
+// of `backend` (holding its run_mutex()), persistent ones: a device backend's
 // programs use its free activation memory as scratch, which would overwrite
-// features kept there between prompts.
+// features kept there between prompts. Three uploads.
 DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFeatures& features);
 
 // sam_mask_decoder.* of SAM 2.1 (what MaskDecoder computes) written once against a
@@ -29,7 +29,7 @@ DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFea
 // On a device backend a prompt's decode is one program, recorded on the first
 // prompt of each token count and replayed: the prompt uploads its tokens
 // (a few hundred floats) and downloads the low-res logits, IoUs and object
-// score. Prompts with a mask input are not decoded here (MaskDecoder decodes
+// score, packed into one tensor (one upload and one download per prompt). Prompts with a mask input are not decoded here (MaskDecoder decodes
 // them). Thread-safe: a decode holds the backend's run_mutex().
 class DeviceMaskDecoder {
  public:
@@ -57,12 +57,12 @@ class DeviceMaskDecoder {
   struct Attention;
   struct Block;
   struct Mlp;
-  // One decode's tensors: its input tokens [T, C] and outputs.
+  // One decode's tensors: its input tokens [T, C] and its outputs packed into
+  // one tensor, so that a prompt is one download: the masks [M, L * L], the
+  // IoUs [M] and the object score, in that order.
   struct Decode {
     DeviceTensor tokens;
-    DeviceTensor masks;         // [M, L * L]
-    DeviceTensor iou;           // [1, M]
-    DeviceTensor object_score;  // [1, 1]
+    DeviceTensor outputs;  // [M * L * L + M + 1]
     std::shared_ptr<Program> program;
   };
   Tensor tokens(const Tensor& sparse) const;

@@ -6,6 +6,7 @@
 
 #include "backends/cpu_backend.h"
 #include "core/error.h"
+#include "kernels/layout.h"
 #include "kernels/stage_profile.h"
 #include "model/position_encoding.h"
 #include "model/weight_manifest.h"
@@ -38,6 +39,12 @@ std::shared_ptr<Backend> checked_backend(std::shared_ptr<Backend> backend) {
   return backend;
 }
 
+// Whether an encode hands back its outputs as host tensors (EncodeOptions).
+bool outputs_on_host(const EncodeOptions& options) {
+  return !options.decoder_features_on_device || options.download_outputs || options.position_encodings ||
+         options.trunk_outputs;
+}
+
 }  // namespace
 
 struct ImageEncoder::Bf16Trunk {
@@ -54,16 +61,17 @@ struct ImageEncoder::DeviceOutputs {
   DeviceDecoderFeatures decoder_hwc;
 };
 
-// A device backend's recorded encodes, with and without the trunk outputs:
-// each program reads `input` and writes `outputs`. Guarded by the backend's
-// run_mutex(), which the mask decoder on the same backend holds too.
+// A device backend's recorded encodes: the outputs left channels-last on the
+// device only, with their NCHW copies for a download, and with the trunk
+// outputs too. Each program reads `input` and writes `outputs`. Guarded by the
+// backend's run_mutex(), which the mask decoder on the same backend holds too.
 struct ImageEncoder::Programs {
   struct Recorded {
     DeviceTensor input;
     DeviceOutputs outputs;
     std::shared_ptr<Program> program;
   };
-  Recorded recorded[2];
+  Recorded channels_last, nchw, nchw_and_trunk;
 };
 
 ImageEncoder::ImageEncoder(const ModelConfig& config, const WeightMap& weights)
@@ -94,7 +102,7 @@ const HieraTrunk& ImageEncoder::trunk(Precision precision) const {
 }
 
 ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, const HieraTrunk& trunk,
-                                                  bool trunk_outputs) const {
+                                                  bool trunk_outputs, bool nchw_outputs) const {
   Backend& backend = *backend_;
   auto to_nchw = [&backend](const DeviceTensor& hwc) {
     ScopedStage stage("to NCHW");
@@ -117,21 +125,27 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
 
   std::vector<DeviceTensor> levels = neck_.forward(stages);
   levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
-  for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
+  if (nchw_outputs) {
+    for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
+  }
 
   ScopedStage stage("decoder features");
   DeviceTensor image_embed = backend.tensor(levels[2].shape());
   backend.copy(levels[2], image_embed);
   backend.add_channel_vector(image_embed, no_mem_embed_);
-  out.image_embed = to_nchw(image_embed);
   out.decoder_hwc.image_embed = image_embed;
-  auto project = [&](const LinearHandle& conv, const DeviceTensor& level, DeviceTensor& hwc) {
-    hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
+  auto project = [&](const LinearHandle& conv, const DeviceTensor& level) {
+    DeviceTensor hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
     backend.linear_forward(conv, level, level.dim(0) * level.dim(1), hwc, Epilogue::none);
-    return to_nchw(hwc);
+    return hwc;
   };
-  out.feat_s1 = project(conv_s1_, levels[1], out.decoder_hwc.feat_s1);
-  out.feat_s0 = project(conv_s0_, levels[0], out.decoder_hwc.feat_s0);
+  out.decoder_hwc.feat_s1 = project(conv_s1_, levels[1]);
+  out.decoder_hwc.feat_s0 = project(conv_s0_, levels[0]);
+  if (nchw_outputs) {
+    out.image_embed = to_nchw(out.decoder_hwc.image_embed);
+    out.feat_s1 = to_nchw(out.decoder_hwc.feat_s1);
+    out.feat_s0 = to_nchw(out.decoder_hwc.feat_s0);
+  }
   return out;
 }
 
@@ -148,7 +162,7 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
     out = replay(image, options);
   } else {
     const int64_t ops_before = backend_->ops_called();
-    out = download(forward(backend_->input(image), trunk, options.trunk_outputs));
+    out = download(forward(backend_->input(image), trunk, options.trunk_outputs, true));
     out.ops.ops = backend_->ops_called() - ops_before;
   }
   if (options.position_encodings) {
@@ -162,15 +176,16 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
 
 EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& options) const {
   Backend& backend = *backend_;
-  const bool trunk_outputs = options.trunk_outputs;
+  const bool trunk_outputs = options.trunk_outputs, on_host = outputs_on_host(options);
   std::lock_guard lock(backend.run_mutex());
-  Programs::Recorded& recorded = programs_->recorded[trunk_outputs ? 1 : 0];
+  Programs::Recorded& recorded =
+      trunk_outputs ? programs_->nchw_and_trunk : (on_host ? programs_->nchw : programs_->channels_last);
   if (recorded.program == nullptr) {
     ScopedStage stage("record");
     backend.begin_program();
     try {
       recorded.input = backend.tensor(image.shape());
-      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs);
+      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs, on_host);
     } catch (...) {
       // Drop the partial recording: the next encode records afresh.
       backend.end_program();
@@ -194,17 +209,21 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& op
     backend.run(*recorded.program);
   }
   const Clock::time_point ran = Clock::now();
-  ScopedStage stage("download");
-  EncoderOutputs out = download(recorded.outputs);
+  EncoderOutputs out;
+  if (on_host) {
+    ScopedStage stage("download");
+    out = download(recorded.outputs);
+    out.download_ms = ms_between(ran, Clock::now());
+  }
   out.ops = recorded.program->stats();
   out.upload_ms = ms_between(start, uploaded);
   out.device_ms = ms_between(uploaded, ran);
-  out.download_ms = ms_between(ran, Clock::now());
   if (options.decoder_features_on_device) {
     // Copied out of the program's outputs, which the next encode overwrites.
     const DeviceDecoderFeatures& source = recorded.outputs.decoder_hwc;
     DeviceDecoderFeatures kept{backend.persistent(source.image_embed.shape()),
                                backend.persistent(source.feat_s1.shape()), backend.persistent(source.feat_s0.shape())};
+    ScopedStage stage("keep decoder features");
     run_once(backend, [&] {
       backend.copy(source.image_embed, kept.image_embed);
       backend.copy(source.feat_s1, kept.feat_s1);
@@ -213,6 +232,18 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& op
     out.decoder_on_device = std::move(kept);
   }
   return out;
+}
+
+DecoderFeatures ImageEncoder::download_decoder_features(const DeviceDecoderFeatures& features) const {
+  if (features.image_embed.empty() || features.feat_s1.empty() || features.feat_s0.empty()) {
+    throw Error("image encoder: no decoder features on the device to download");
+  }
+  Backend& backend = *backend_;
+  ScopedStage stage("download decoder features");
+  std::lock_guard lock(backend.run_mutex());
+  // The device's hwc_to_nchw is a copy, so converting on the host gives the same bits.
+  return {hwc_to_nchw(backend.download(features.image_embed)), hwc_to_nchw(backend.download(features.feat_s1)),
+          hwc_to_nchw(backend.download(features.feat_s0))};
 }
 
 EncoderOutputs ImageEncoder::download(const DeviceOutputs& device) const {

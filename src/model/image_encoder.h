@@ -18,6 +18,8 @@ namespace sam2rt {
 struct EncoderOutputs {
   Tensor patch_embed_pos;            // [1, C0, S/4, S/4]: input of trunk.blocks[0]; only when requested
   std::vector<Tensor> trunk_stages;  // 4 x Hiera.forward outputs, highest resolution first; only when requested
+  // The NCHW outputs below are empty when they stayed on the device
+  // (EncodeOptions::download_outputs): decoder_on_device holds the decoder's then.
   std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
   std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
   DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
@@ -29,14 +31,22 @@ struct EncoderOutputs {
   // encode on the same encoder overlaps it).
   ProgramStats ops;
   // Device backends: milliseconds of this encode's image upload, program run and
-  // output download (zero on the CPU).
+  // output download (zero on the CPU, and for outputs left on the device).
   double upload_ms = 0.0, device_ms = 0.0, download_ms = 0.0;
 };
 
 struct EncodeOptions {
   // Device backends: also leave the decoder's features on the device
-  // (EncoderOutputs::decoder_on_device), for a mask decoder there.
+  // (EncoderOutputs::decoder_on_device), for a mask decoder there. The NCHW
+  // outputs (neck levels, decoder features) then stay on the device unless
+  // download_outputs asks for them: the encode uploads the image and downloads
+  // nothing (ImageEncoder::download_decoder_features fetches the decoder's
+  // later, when something asks).
   bool decoder_features_on_device = false;
+  // With decoder_features_on_device: download the NCHW outputs all the same.
+  // Without it they are always downloaded (nothing else would hold them); so
+  // are they when position_encodings or trunk_outputs ask for host tensors.
+  bool download_outputs = false;
   bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
   bool trunk_outputs = false;       // patch_embed_pos and trunk_stages (goldens, debugging)
   // Arithmetic of the trunk's GEMMs. bf16 rounds weights and GEMM inputs to
@@ -66,6 +76,12 @@ class ImageEncoder {
   // the caller's to keep. bf16 precision: CPU only.
   EncoderOutputs encode(const Tensor& image, const EncodeOptions& options = {}) const;
 
+  // The host copy, NCHW, of decoder features an encode left on the device
+  // (EncoderOutputs::decoder_on_device): three downloads, converted from
+  // channels-last on the host, bit for bit what the encode would have
+  // downloaded. Thread-safe.
+  DecoderFeatures download_decoder_features(const DeviceDecoderFeatures& features) const;
+
   const Backend& backend() const { return *backend_; }
 
  private:
@@ -73,8 +89,10 @@ class ImageEncoder {
   struct DeviceOutputs;
   struct Programs;
   const HieraTrunk& trunk(Precision precision) const;
-  // The whole encode as backend ops on `image`.
-  DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs) const;
+  // The whole encode as backend ops on `image`; the NCHW copies of the outputs
+  // only when `nchw_outputs` (a device converts them only for a download).
+  DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs,
+                        bool nchw_outputs) const;
   EncoderOutputs replay(const Tensor& image, const EncodeOptions& options) const;
   EncoderOutputs download(const DeviceOutputs& device) const;
 

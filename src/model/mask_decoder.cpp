@@ -33,19 +33,6 @@ Tensor channels_last(const Tensor& nchw) {
   return nchw_to_hwc(nchw).reshaped({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
 }
 
-void check_features(const DecoderFeatures& f, const ModelConfig& config) {
-  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
-  auto check = [](const Tensor& t, const Shape& want, const char* name) {
-    if (t.shape() != want) {
-      throw Error(std::string("decoder features: ") + name + " has shape " + shape_to_string(t.shape()) +
-                  ", expected " + shape_to_string(want) + " for this model config");
-    }
-  };
-  check(f.image_embed, {1, c, e, e}, "image_embed");
-  check(f.feat_s1, {1, c / 4, 2 * e, 2 * e}, "feat_s1");
-  check(f.feat_s0, {1, c / 8, 4 * e, 4 * e}, "feat_s0");
-}
-
 // Row t of [T, C] tokens as a [1, C] tensor.
 Tensor token_row(const Tensor& tokens, int64_t t) {
   const int64_t c = tokens.dim(1);
@@ -93,16 +80,28 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, co
   obj_score_head_ = DecoderMlp::load(weights, p + "pred_obj_score_head", 3);
 }
 
+void check_decoder_features(const DecoderFeatures& f, const ModelConfig& config) {
+  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
+  auto check = [](const Tensor& t, const Shape& want, const char* name) {
+    if (t.shape() != want) {
+      throw Error(std::string("decoder features: ") + name + " has shape " + shape_to_string(t.shape()) +
+                  ", expected " + shape_to_string(want) + " for this model config");
+    }
+  };
+  check(f.image_embed, {1, c, e, e}, "image_embed");
+  check(f.feat_s1, {1, c / 4, 2 * e, 2 * e}, "feat_s1");
+  check(f.feat_s0, {1, c / 8, 4 * e, 4 * e}, "feat_s0");
+}
+
 DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, const Tensor& no_mask_dense,
                                              int threads) const {
-  check_features(features, config_);
+  check_decoder_features(features, config_);
   DecoderImageState image{.image_embed = channels_last(features.image_embed),
                           .no_mask = {},
                           .feat_s1 = channels_last(features.feat_s1),
                           .feat_s0 = channels_last(features.feat_s0),
                           .low_rank = {},
-                          .upscale0_shared = {},
-                          .device = {}};
+                          .upscale0_shared = {}};
   image.no_mask = prepare_dense(image, no_mask_dense, threads);
   if (low_rank_) {
     image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);

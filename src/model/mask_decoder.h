@@ -35,9 +35,10 @@ struct DecoderImageState {
   // For prompts without a mask input, when the low-rank form applies (else empty):
   LowRankImage low_rank;           // its final_shared already projected into upscale0_shared, then dropped
   Tensor upscale0_shared;          // final_shared through the first ConvTranspose's taps [E*E, 4 * C/4]
-  // The features on the device decoder's backend (SamHeads::decodes_on_device), else empty.
-  DeviceDecoderFeatures device;
 };
+
+// Error naming the first feature whose shape is not the model's (NCHW, features.h).
+void check_decoder_features(const DecoderFeatures& features, const ModelConfig& config);
 
 // sam_mask_decoder.* of SAM 2.1 (use_high_res_features, pred_obj_scores with MLP).
 class MaskDecoder {

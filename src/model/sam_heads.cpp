@@ -53,17 +53,26 @@ ProgramStats SamHeads::device_decoder_ops() const {
   return device_decoder_ ? device_decoder_->last_ops() : ProgramStats{};
 }
 
-DecoderImageState SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device) const {
-  const DecoderThreads threads;
-  DecoderImageState image = mask_decoder_.prepare_image(features, no_mask_dense_, threads.count());
-  if (device_decoder_) {
-    image.device = on_device.image_embed.empty() ? upload_decoder_features(device_decoder_->backend(), features)
-                                                 : std::move(on_device);
+HeadsImage SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device) const {
+  check_decoder_features(features, config_);
+  if (!device_decoder_) {
+    const DecoderThreads threads;
+    return HeadsImage(mask_decoder_.prepare_image(features, no_mask_dense_, threads.count()));
   }
-  return image;
+  if (on_device.image_embed.empty()) on_device = upload_decoder_features(device_decoder_->backend(), features);
+  return prepare_image(std::move(on_device), [features] { return features; });
 }
 
-std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, const Prompt* prompts, size_t count,
+HeadsImage SamHeads::prepare_image(DeviceDecoderFeatures on_device,
+                                   std::function<DecoderFeatures()> host_features) const {
+  if (!device_decoder_) throw Error("features on a device need a mask decoder on that device");
+  if (on_device.image_embed.empty()) throw Error("no features on the device");
+  return HeadsImage(std::move(on_device), [this, host_features = std::move(host_features)](int threads) {
+    return mask_decoder_.prepare_image(host_features(), no_mask_dense_, threads);
+  });
+}
+
+std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                              bool multimask, int orig_w, int orig_h, int threads,
                                              std::optional<float> skip_masks_iou_at_most) const {
   std::vector<MaskPrediction> results(count);
@@ -77,8 +86,9 @@ std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, con
   if (count == 1 && !prompts[0].mask_input.empty()) {
     MaskPrediction& r = results[0];
     r.dense_embeddings = prompt_encoder_.embed_dense(prompts[0]);
-    const TransformerImageInput input = mask_decoder_.prepare_dense(image, r.dense_embeddings, threads);
-    decoded.push_back(mask_decoder_.predict_masks(image, input, r.sparse_embeddings, threads));
+    const DecoderImageState& cpu = image.cpu(threads);
+    const TransformerImageInput input = mask_decoder_.prepare_dense(cpu, r.dense_embeddings, threads);
+    decoded.push_back(mask_decoder_.predict_masks(cpu, input, r.sparse_embeddings, threads));
   } else {
     MasksWanted wanted;
     if (multimask && skip_masks_iou_at_most) {
@@ -96,14 +106,14 @@ std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, con
       results[g].dense_embeddings = no_mask_dense_;
       sparse[g] = results[g].sparse_embeddings;
     }
-    if (device_decoder_ && !image.device.image_embed.empty()) {
+    if (device_decoder_ && !image.device().image_embed.empty()) {
       for (size_t g = 0; g < count; ++g) {
-        MaskDecoderOutput out = device_decoder_->predict_masks(image.device, sparse[g]);
+        MaskDecoderOutput out = device_decoder_->predict_masks(image.device(), sparse[g]);
         if (wanted && !wanted(out.iou)) out.masks = Tensor();  // as MaskDecoder, which skips their upscaling
         decoded.push_back(std::move(out));
       }
     } else {
-      decoded = mask_decoder_.predict_masks(image, sparse, threads, wanted);
+      decoded = mask_decoder_.predict_masks(image.cpu(threads), sparse, threads, wanted);
     }
   }
 
@@ -138,7 +148,7 @@ std::vector<MaskPrediction> SamHeads::decode(const DecoderImageState& image, con
   return results;
 }
 
-MaskPrediction SamHeads::predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
+MaskPrediction SamHeads::predict(const HeadsImage& image, const Prompt& prompt, bool multimask, int orig_w,
                                  int orig_h, const MaskFill& fill) const {
   validate_prompt(prompt, orig_w, orig_h, config_);
   MaskPrediction r;
@@ -156,7 +166,7 @@ MaskPrediction SamHeads::predict(const DecoderFeatures& features, const Prompt& 
   return predict(prepare_image(features), prompt, multimask, orig_w, orig_h, fill);
 }
 
-std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+std::vector<MaskPrediction> SamHeads::predict_batch(const HeadsImage& image, const std::vector<Prompt>& prompts,
                                                     bool multimask, int orig_w, int orig_h,
                                                     const MaskFill& fill) const {
   for (const Prompt& prompt : prompts) validate_prompt(prompt, orig_w, orig_h, config_);
@@ -168,7 +178,7 @@ std::vector<MaskPrediction> SamHeads::predict_batch(const DecoderImageState& ima
 }
 
 
-std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageState& image,
+std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const HeadsImage& image,
                                                             const std::vector<Prompt>& prompts, bool multimask,
                                                             int orig_w, int orig_h,
                                                             std::optional<float> skip_masks_iou_at_most) const {
@@ -180,7 +190,7 @@ std::vector<MaskPrediction> SamHeads::predict_batch_low_res(const DecoderImageSt
   return decode_in_groups(image, prompts, multimask, orig_w, orig_h, threads.count(), skip_masks_iou_at_most, {});
 }
 
-std::vector<MaskPrediction> SamHeads::decode_in_groups(const DecoderImageState& image,
+std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
                                                        const std::vector<Prompt>& prompts, bool multimask, int orig_w,
                                                        int orig_h, int threads,
                                                        std::optional<float> skip_masks_iou_at_most,
@@ -196,6 +206,12 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const DecoderImageState& 
     groups.emplace_back(i, n);
     i += n;
   }
+  // The CPU decoder's state, when some prompt needs it, made before the workers
+  // start, with all the threads (each worker decodes on one).
+  const bool all_on_device = device_decoder_ && !image.device().image_embed.empty() &&
+                             std::none_of(prompts.begin(), prompts.end(),
+                                          [](const Prompt& p) { return !p.mask_input.empty(); });
+  if (!all_on_device) image.cpu(threads);
   std::vector<MaskPrediction> results(prompts.size());
   std::exception_ptr failure;
   const int64_t count = static_cast<int64_t>(groups.size());

@@ -10,6 +10,7 @@
 #include "core/weights.h"
 #include "model/config.h"
 #include "model/features.h"
+#include "model/heads_image.h"
 #include "model/mask_decoder.h"
 #include "model/mask_postprocess.h"
 #include "model/prompt.h"
@@ -59,20 +60,25 @@ class SamHeads {
   // Checks the features' shapes (Error naming the mismatch) and precomputes what
   // every prompt on this image shares. With a device decoder the image goes to
   // the device too: `on_device` when given (the encoder's outputs left there),
-  // else the features uploaded.
-  DecoderImageState prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device = {}) const;
+  // else the features uploaded; the CPU decoder's state (HeadsImage) is then
+  // made when a prompt with a mask input first needs it.
+  HeadsImage prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device = {}) const;
+  // With a device decoder (Error without), an image whose features are on the
+  // device only: `host_features` is called (once) when a prompt with a mask
+  // input first needs the CPU decoder's state, e.g. to download them then.
+  HeadsImage prepare_image(DeviceDecoderFeatures on_device, std::function<DecoderFeatures()> host_features) const;
 
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
   // `fill` is applied to the low-res logits before the upsampling of `masks`
   // (low_res_masks stay unfilled, as in the official predictor).
-  MaskPrediction predict(const DecoderImageState& image, const Prompt& prompt, bool multimask, int orig_w,
+  MaskPrediction predict(const HeadsImage& image, const Prompt& prompt, bool multimask, int orig_w,
                          int orig_h, const MaskFill& fill = {}) const;
   MaskPrediction predict(const DecoderFeatures& features, const Prompt& prompt, bool multimask, int orig_w,
                          int orig_h, const MaskFill& fill = {}) const;
 
   // Many prompts on one image; results are in input order and equal predict() one
   // by one. All prompts are validated before any work starts.
-  std::vector<MaskPrediction> predict_batch(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+  std::vector<MaskPrediction> predict_batch(const HeadsImage& image, const std::vector<Prompt>& prompts,
                                             bool multimask, int orig_w, int orig_h, const MaskFill& fill = {}) const;
   std::vector<MaskPrediction> predict_batch(const DecoderFeatures& features, const std::vector<Prompt>& prompts,
                                             bool multimask, int orig_w, int orig_h, const MaskFill& fill = {}) const;
@@ -85,7 +91,7 @@ class SamHeads {
   // upscaling, and its low_res_masks and all_low_res_logits stay empty (its IoU
   // predictions are set): the segment-everything IoU filter discards such masks
   // unread.
-  std::vector<MaskPrediction> predict_batch_low_res(const DecoderImageState& image,
+  std::vector<MaskPrediction> predict_batch_low_res(const HeadsImage& image,
                                                     const std::vector<Prompt>& prompts, bool multimask, int orig_w,
                                                     int orig_h,
                                                     std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
@@ -94,12 +100,12 @@ class SamHeads {
   // Everything but the upscaling to the original size for `count` prompts: one
   // (any), or several without mask input, decoded in lockstep. masks is left
   // empty and the selected low-res logits (unclamped) are returned in low_res_masks.
-  std::vector<MaskPrediction> decode(const DecoderImageState& image, const Prompt* prompts, size_t count,
+  std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                      bool multimask, int orig_w, int orig_h, int threads,
                                      std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
   // decode over a batch in groups shared by `threads` workers, `then` applied to
   // each prediction (when given) on the worker that made it.
-  std::vector<MaskPrediction> decode_in_groups(const DecoderImageState& image, const std::vector<Prompt>& prompts,
+  std::vector<MaskPrediction> decode_in_groups(const HeadsImage& image, const std::vector<Prompt>& prompts,
                                                bool multimask, int orig_w, int orig_h, int threads,
                                                std::optional<float> skip_masks_iou_at_most,
                                                const std::function<void(MaskPrediction&)>& then) const;

@@ -80,7 +80,7 @@ CommandRecorder& VulkanBackend::record(const char* op) {
 
 DeviceTensor VulkanBackend::constant(const Tensor& value) {
   DeviceTensor x = tensor_on(*constants_, value.shape());
-  write(x, value);
+  upload(x, value);
   return x;
 }
 
@@ -111,6 +111,11 @@ DeviceTensor VulkanBackend::input(const Tensor& value) {
 }
 
 void VulkanBackend::write(const DeviceTensor& x, const Tensor& value) {
+  upload(x, value);
+  ++uploads_;
+}
+
+void VulkanBackend::upload(const DeviceTensor& x, const Tensor& value) {
   const ArenaRange& range = range_of(x, "write");
   if (value.numel() != x.numel()) {
     throw Error("vulkan backend: cannot write " + shape_to_string(value.shape()) + " into " +
@@ -123,6 +128,7 @@ Tensor VulkanBackend::download(const DeviceTensor& x) {
   const ArenaRange& range = range_of(x, "download");
   Tensor host(x.shape());
   download_elements(*range.buffer, precision(), host.data(), static_cast<uint64_t>(host.numel()), range.offset);
+  ++downloads_;
   return host;
 }
 

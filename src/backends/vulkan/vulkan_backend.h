@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "backends/backend.h"
@@ -25,6 +26,7 @@ class VulkanBackend final : public Backend {
   std::string description() const override;
   bool records() const override { return true; }
   int64_t ops_called() const override { return ops_; }
+  TransferCounts transfers() const override { return {uploads_.load(), downloads_.load()}; }
 
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;
@@ -76,12 +78,15 @@ class VulkanBackend final : public Backend {
   class VulkanProgram;
   // The recorder of the current program, counting one op; Error outside one.
   CommandRecorder& record(const char* op);
+  // x <- value, converted to the device's storage type; not counted as a transfer.
+  void upload(const DeviceTensor& x, const Tensor& value);
 
   std::unique_ptr<VulkanContext> context_;
   std::unique_ptr<VulkanOps> ops_library_;
   std::unique_ptr<DeviceArena> constants_, activations_;
   std::shared_ptr<VulkanProgram> current_;
   int64_t ops_ = 0, ops_at_begin_ = 0;
+  std::atomic<int64_t> uploads_{0}, downloads_{0};  // read by callers on other threads (bench)
 };
 
 }  // namespace sam2rt

@@ -176,30 +176,58 @@ TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
 // summation order differ too).
 constexpr double kAttentionTolerance = 5e-6;
 
+// Self-attention of the first nq of `tokens` tokens whose q, k and v are
+// interleaved per token as in a qkv projection: [tokens, 3 * heads * head_dim].
+struct InterleavedAttention {
+  int64_t tokens, nq, heads, head_dim;
+  int64_t width() const { return heads * head_dim; }
+  float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))); }
+
+  Tensor on_the_cpu(const Tensor& qkv) const {
+    Tensor out({nq, width()});
+    AttentionArgs args;
+    args.nq = nq;
+    args.nk = tokens;
+    args.heads = heads;
+    args.head_dim = head_dim;
+    args.q = qkv.data();
+    args.k = qkv.data() + width();
+    args.v = qkv.data() + 2 * width();
+    args.ldq = args.ldk = args.ldv = 3 * width();
+    args.out = out.data();
+    args.ldo = width();
+    args.scale = scale();
+    attention(args);
+    return out;
+  }
+
+  DeviceAttention on_the_device(const DeviceBuffer& qkv, const DeviceBuffer& out) const {
+    const DeviceElements all = all_elements(qkv);
+    const uint64_t w = static_cast<uint64_t>(width());
+    DeviceAttention device;
+    device.nq = nq;
+    device.nk = tokens;
+    device.heads = heads;
+    device.head_dim = head_dim;
+    device.q = all;
+    device.k = {&qkv, w, all.count - w};
+    device.v = {&qkv, 2 * w, all.count - 2 * w};
+    device.out = all_elements(out);
+    device.ldq = device.ldk = device.ldv = 3 * width();
+    device.ldo = width();
+    device.scale = scale();
+    return device;
+  }
+};
+
 TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
-  // q, k and v interleaved per token as in a qkv projection, 3 heads of 96 and
-  // 300 keys (not a multiple of the tiled kernel's 32): more than llvmpipe's
-  // 65535 loop iterations per invocation if the head dimension were a loop
-  // inside the loop over the keys; 45 queries leave most of a 64-query
-  // workgroup without a query.
-  const int64_t tokens = 300, nq = 45, heads = 3, head_dim = 96, width = heads * head_dim;
-  const Tensor qkv = random_tensor({tokens, 3 * width}, 41, 2.0f);
-  Tensor expected({nq, width});
-  AttentionArgs args;
-  args.nq = nq;
-  args.nk = tokens;
-  args.heads = heads;
-  args.head_dim = head_dim;
-  args.q = qkv.data();
-  args.ldq = 3 * width;
-  args.k = qkv.data() + width;
-  args.ldk = 3 * width;
-  args.v = qkv.data() + 2 * width;
-  args.ldv = 3 * width;
-  args.out = expected.data();
-  args.ldo = width;
-  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  attention(args);
+  // 3 heads of 96 and 300 keys (not a multiple of the tiled kernel's 32): more
+  // than llvmpipe's 65535 loop iterations per invocation if the head dimension
+  // were a loop inside the loop over the keys; 45 queries leave most of a
+  // 64-query workgroup without a query.
+  const InterleavedAttention shape{300, 45, 3, 96};
+  const Tensor qkv = random_tensor({shape.tokens, 3 * shape.width()}, 41, 2.0f);
+  const Tensor expected = shape.on_the_cpu(qkv);
 
   // The barrier-free kernel (CPU devices), then the tiled one GPUs get, forced.
   for (const bool tiled : {false, true}) {
@@ -207,24 +235,13 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
     options.force_tiled_kernels = tiled;
     reopen(options);
     ASSERT_EQ(context().tiled_kernels(), tiled || !context().limits().cpu_device);
-    const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width);
-    const DeviceElements all = all_elements(dqkv);
-    DeviceAttention device;
-    device.nq = nq;
-    device.nk = tokens;
-    device.heads = heads;
-    device.head_dim = head_dim;
-    device.q = all;
-    device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
-    device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
-    device.out = all_elements(dout);
-    device.ldq = device.ldk = device.ldv = 3 * width;
-    device.ldo = width;
-    device.scale = args.scale;
+    const DeviceBuffer dqkv = upload(qkv), dout = zeros(shape.nq * shape.width());
+    DeviceAttention device = shape.on_the_device(dqkv, dout);
     CommandRecorder recorder(context());
     ops().attention(recorder, device);
     recorder.submit();
-    EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance) << "tiled " << tiled;
+    EXPECT_LE(scaled_max_error(download(dout, {shape.nq, shape.width()}), expected), kAttentionTolerance)
+        << "tiled " << tiled;
 
     device.head_dim = 129;
     EXPECT_THROW(ops().attention(recorder, device), Error);
@@ -241,45 +258,20 @@ TEST_F(VulkanOpsTest, AttentionMatchesTheCpu) {
 // second at a column offset in q, k, v and out), 70 queries.
 TEST_F(VulkanOpsTest, LongAttentionOnACpuDeviceGoesThroughScoresAndMatchesTheCpu) {
   if (!context().limits().cpu_device) GTEST_SKIP() << "GPUs keep the fused kernel";
-  const int64_t tokens = 1100, nq = 70, heads = 2, head_dim = 40, width = heads * head_dim;
-  ASSERT_GE(tokens, VulkanOps::kScoresFromKeys);
-  const Tensor qkv = random_tensor({tokens, 3 * width}, 43, 2.0f);
-  Tensor expected({nq, width});
-  AttentionArgs args;
-  args.nq = nq;
-  args.nk = tokens;
-  args.heads = heads;
-  args.head_dim = head_dim;
-  args.q = qkv.data();
-  args.k = qkv.data() + width;
-  args.v = qkv.data() + 2 * width;
-  args.ldq = args.ldk = args.ldv = 3 * width;
-  args.out = expected.data();
-  args.ldo = width;
-  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  attention(args);
-
-  const DeviceBuffer dqkv = upload(qkv), dout = zeros(nq * width), dscores = zeros(nq * tokens);
-  const DeviceElements all = all_elements(dqkv);
-  DeviceAttention device;
-  device.nq = nq;
-  device.nk = tokens;
-  device.heads = heads;
-  device.head_dim = head_dim;
-  device.q = all;
-  device.k = {&dqkv, static_cast<uint64_t>(width), all.count - static_cast<uint64_t>(width)};
-  device.v = {&dqkv, static_cast<uint64_t>(2 * width), all.count - static_cast<uint64_t>(2 * width)};
-  device.out = all_elements(dout);
-  device.ldq = device.ldk = device.ldv = 3 * width;
-  device.ldo = width;
-  device.scale = args.scale;
+  const InterleavedAttention shape{1100, 70, 2, 40};
+  ASSERT_GE(shape.tokens, VulkanOps::kScoresFromKeys);
+  const Tensor qkv = random_tensor({shape.tokens, 3 * shape.width()}, 43, 2.0f);
+  const Tensor expected = shape.on_the_cpu(qkv);
+  const DeviceBuffer dqkv = upload(qkv), dout = zeros(shape.nq * shape.width());
+  const DeviceBuffer dscores = zeros(shape.nq * shape.tokens);
+  DeviceAttention device = shape.on_the_device(dqkv, dout);
   ASSERT_TRUE(ops().attends_through_scores(device));
   CommandRecorder recorder(context());
   EXPECT_THROW(ops().attention(recorder, device), Error) << "no scratch for the scores";
   device.scores = all_elements(dscores);
   ops().attention(recorder, device);
   recorder.submit();
-  EXPECT_LE(scaled_max_error(download(dout, {nq, width}), expected), kAttentionTolerance);
+  EXPECT_LE(scaled_max_error(download(dout, {shape.nq, shape.width()}), expected), kAttentionTolerance);
   // One key fewer than kScoresFromKeys keeps the fused kernel.
   device.nk = VulkanOps::kScoresFromKeys - 1;
   EXPECT_FALSE(ops().attends_through_scores(device));

@@ -200,19 +200,10 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
 
 void VulkanOps::matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight,
                        DeviceElements bias, int64_t in, int64_t out, DeviceElements y, Epilogue epilogue) const {
-  Gemm g;
-  g.x = x;
-  g.weight = weight;
-  g.bias = bias;
-  g.y = y;
-  g.rows = rows;
-  g.in = in;
-  g.out = out;
-  g.ldx = in;
-  g.ldw = in;
-  g.ldy = out;
-  g.epilogue = epilogue;
-  gemm(recorder, g, "Vulkan linear");
+  gemm(recorder,
+       {.x = x, .weight = weight, .bias = bias, .y = y, .rows = rows, .in = in, .out = out, .ldx = in, .ldw = in,
+        .ldy = out, .epilogue = epilogue},
+       "Vulkan linear");
 }
 
 void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const {
@@ -329,30 +320,17 @@ void VulkanOps::attention_through_scores(CommandRecorder& recorder, const Device
   // Head by head into the same scratch (every dispatch ends in a barrier).
   for (int64_t h = 0; h < a.heads; ++h) {
     const int64_t first = h * a.head_dim;
-    Gemm scores;  // scores[i, j] = q_i . k_j, keys as the weight rows
-    scores.x = column(a.q, first);
-    scores.weight = column(a.k, first);
-    scores.y = a.scores;
-    scores.rows = a.nq;
-    scores.in = a.head_dim;
-    scores.out = a.nk;
-    scores.ldx = a.ldq;
-    scores.ldw = a.ldk;
-    scores.ldy = a.nk;
-    gemm(recorder, scores, op + " (scores)");
+    // scores[i, j] = q_i . k_j: the keys as the weight's rows.
+    gemm(recorder,
+         {.x = column(a.q, first), .weight = column(a.k, first), .y = a.scores, .rows = a.nq, .in = a.head_dim,
+          .out = a.nk, .ldx = a.ldq, .ldw = a.ldk, .ldy = a.nk},
+         op + " (scores)");
     softmax_rows(recorder, a.scores, a.nq, a.nk, a.scale);
-    Gemm mixed;  // out[i, d] = sum_j p[i, j] v[j, d]: the values transposed as the weight
-    mixed.x = a.scores;
-    mixed.weight = column(a.v, first);
-    mixed.y = column(a.out, first);
-    mixed.rows = a.nq;
-    mixed.in = a.nk;
-    mixed.out = a.head_dim;
-    mixed.ldx = a.nk;
-    mixed.ldw = 1;
-    mixed.w_step = a.ldv;
-    mixed.ldy = a.ldo;
-    gemm(recorder, mixed, op + " (values)");
+    // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
+    gemm(recorder,
+         {.x = a.scores, .weight = column(a.v, first), .y = column(a.out, first), .rows = a.nq, .in = a.nk,
+          .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
+         op + " (values)");
   }
 }
 

@@ -149,7 +149,7 @@ class VulkanOps {
   // y[r, o] = epilogue(sum_k x[r * ldx + k] w[o * ldw + k * w_step] + b[o]) into
   // y[r * ldy + o]: linear(), matmul() and the scores path of attention().
   struct Gemm {
-    DeviceElements x, weight, bias, y;
+    DeviceElements x{}, weight{}, bias{}, y{};  // bias without a buffer: none
     int64_t rows = 0, in = 0, out = 0, ldx = 0, ldw = 0, w_step = 1, ldy = 0;
     Epilogue epilogue = Epilogue::none;
   };

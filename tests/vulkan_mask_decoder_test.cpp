@@ -1,12 +1,15 @@
 // The mask decoder written against Backend (model/device_mask_decoder.h) on the
 // Vulkan backend (lavapipe in CI), fp32, validation layers on: every micro
 // golden prompt without mask input against the official goldens at the
-// decoder's tolerances and against the CPU decoder, recorded then replayed.
+// decoder's tolerances and against the CPU decoder, recorded then replayed;
+// Tiny's golden runs through SamHeads on the device.
 #ifdef SAM2RT_VULKAN
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,6 +18,7 @@
 #include "backends/vulkan/vulkan_backend.h"
 #include "device_mask_decoder_goldens.h"
 #include "model/sam_heads.h"
+#include "tiny_decoder_case.h"
 #include "vulkan_test_context.h"
 
 namespace sam2rt::testing {
@@ -26,8 +30,8 @@ TEST_F(VulkanMaskDecoderMicro, MatchesGoldensRecordedAndReplayed) {
   const auto device = backend();
   const auto decoder = micro_decoder(device);
   const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
-  EXPECT_EQ(expect_micro_goldens(*decoder, features), 8);  // records a program per token count
-  EXPECT_EQ(expect_micro_goldens(*decoder, features), 8);  // replays them
+  EXPECT_EQ(expect_micro_goldens(*decoder, features).runs, 8);  // records a program per token count
+  EXPECT_EQ(expect_micro_goldens(*decoder, features).runs, 8);  // replays them
   const ProgramStats ops = decoder->last_ops();
   EXPECT_GT(ops.ops, 0);
   EXPECT_EQ(ops.ops_on_device, ops.ops);
@@ -38,7 +42,7 @@ TEST_F(VulkanMaskDecoderMicro, MatchesGoldensRecordedAndReplayed) {
 TEST_F(VulkanMaskDecoderMicro, MatchesGoldensWithTheTiledKernels) {
   const auto device = backend(0, true);
   const auto decoder = micro_decoder(device);
-  EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*device, micro_decoder_case().features)), 8);
+  EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*device, micro_decoder_case().features)).runs, 8);
 }
 // SamHeads on the device (as Sam2Model makes them for --device vulkan): every
 // micro golden run, through the prompt encoder, the device decoder (the mask
@@ -110,6 +114,31 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsMakeTheCpuStateOnlyForAMaskInput) {
   });
   heads.predict_batch(other, {*with_mask, without_mask.front(), *with_mask, *with_mask}, true, c.orig_w, c.orig_h);
   EXPECT_EQ(fetched_by_batch, 1);
+}
+
+using VulkanMaskDecoderTiny = VulkanBackendTest;
+
+// Tiny (synthetic weights, salt 0) through SamHeads on the device at the CPU
+// decoder's tolerances. lavapipe takes seconds per Tiny decode, so a subset of
+// the golden runs: a point and a box, each multimask and single mask (the
+// selection's both branches).
+TEST_F(VulkanMaskDecoderTiny, SamHeadsOnTheDeviceMeetTheGoldens) {
+  DecoderCase c = tiny_decoder_case();  // a copy sharing the tensors, to choose prompts
+  std::erase_if(c.prompts, [](const GoldenPrompt& g) { return g.name != "p1_point" && g.name != "p3_box"; });
+  ASSERT_EQ(c.prompts.size(), 2u);
+  const SamHeads heads(c.config, c.weights, backend());
+  ASSERT_TRUE(heads.decodes_on_device());
+  const auto start = std::chrono::steady_clock::now();
+  const int runs = expect_golden_runs_match(c, heads, {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance},
+                                            [&](const GoldenRun& r, const MaskPrediction& pred) {
+                                              expect_tiny_run_matches(c, r, pred, kDeviceDecoderLogitTolerance);
+                                            });
+  std::printf("  tiny: %d golden runs on the device in %.1f s\n", runs,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  EXPECT_EQ(runs, 4);
+  const ProgramStats ops = heads.device_decoder_ops();
+  EXPECT_GT(ops.ops, 0);
+  EXPECT_EQ(ops.ops_on_device, ops.ops);
 }
 
 }  // namespace

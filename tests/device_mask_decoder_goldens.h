@@ -36,7 +36,7 @@ struct DecoderErrors {
   double score = 0;          // IoUs and object scores
 };
 
-// Decodes every golden prompt without mask input on the micro features at `tolerance`.
+// Decodes every golden prompt (with a mask input: its dense embedding) on the micro features at `tolerance`.
 inline DecoderErrors expect_micro_goldens(
     const DeviceMaskDecoder& decoder, const DeviceDecoderFeatures& features,
     DecoderTolerances tolerance = {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance}) {
@@ -59,10 +59,10 @@ inline DecoderErrors expect_micro_goldens(
   };
   auto scalar = [](float value) { return vector_tensor({value}); };
   for (const GoldenPrompt& g : c.prompts) {
-    if (!g.prompt.mask_input.empty()) continue;
     SCOPED_TRACE(g.name);
     const Tensor sparse = prompt_encoder.embed_sparse(g.prompt, c.orig_w, c.orig_h);
-    const MaskDecoderOutput out = decoder.predict_masks(features, sparse);
+    const Tensor mask_dense = g.prompt.mask_input.empty() ? Tensor() : prompt_encoder.embed_dense(g.prompt);
+    const MaskDecoderOutput out = decoder.predict_masks(features, sparse, mask_dense);
     EXPECT_EQ(out.masks.shape(), (Shape{tokens, l, l}));
     expect_logits(out.masks, c.at(g.name + ".all_low_res_logits"));
     expect_scores(out.iou, c.at(g.name + ".all_iou"));
@@ -88,7 +88,9 @@ inline DecoderErrors expect_micro_goldens(
       expect_scores(out.iou.rows(first, count), c.at(key + ".iou_predictions"));
     }
     // The CPU decoder on the same prompt.
-    const MaskDecoderOutput reference = cpu.predict_masks(image, sparse, 1);
+    const MaskDecoderOutput reference =
+        mask_dense.empty() ? cpu.predict_masks(image, sparse, 1)
+                           : cpu.predict_masks(image, cpu.prepare_dense(image, mask_dense, 1), sparse, 1);
     expect_logits(out.masks, reference.masks);
     expect_scores(out.iou, reference.iou);
     expect_scores(scalar(out.object_score_logit), scalar(reference.object_score_logit));

@@ -1,6 +1,5 @@
 #include "model/sam_heads.h"
 
-#include <algorithm>
 #include <exception>
 #include <utility>
 

@@ -174,12 +174,13 @@ template <typename CaseChecks>
 int expect_golden_runs_match(const DecoderCase& c, const SamHeads& heads, DecoderTolerances tolerance,
                              CaseChecks case_checks) {
   int runs = 0;
+  const HeadsImage image = heads.prepare_image(c.features);
   for (const auto& g : c.prompts) {
     for (const auto& run : g.runs) {
       const GoldenRun r{g, run, run["key_prefix"].get<std::string>(), run["multimask_output"].get<bool>()};
       SCOPED_TRACE(r.key_prefix);
       ++runs;
-      const MaskPrediction pred = heads.predict(c.features, g.prompt, r.multimask, c.orig_w, c.orig_h);
+      const MaskPrediction pred = heads.predict(image, g.prompt, r.multimask, c.orig_w, c.orig_h);
 
       EXPECT_LE(max_abs_error(pred.sparse_embeddings, c.at(g.name + ".sparse")), tolerance.logit);
       EXPECT_LE(max_abs_error(vector_tensor(pred.iou_predictions), c.at(r.key_prefix + ".iou_predictions")),

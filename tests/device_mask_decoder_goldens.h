@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,29 +29,49 @@ inline std::unique_ptr<DeviceMaskDecoder> micro_decoder(std::shared_ptr<Backend>
                                              prompt_encoder.embed_dense(Prompt{}), std::move(backend));
 }
 
-// Decodes every golden prompt without mask input on the micro features; returns the number of runs checked.
-inline int expect_micro_goldens(const DeviceMaskDecoder& decoder, const DeviceDecoderFeatures& features) {
+// The largest errors expect_micro_goldens met, against the goldens or the CPU decoder.
+struct DecoderErrors {
+  int runs = 0;              // golden runs checked
+  double logit = 0;          // mask logits
+  double score = 0;          // IoUs and object scores
+};
+
+// Decodes every golden prompt (with a mask input: its dense embedding) on the micro features at `tolerance`.
+inline DecoderErrors expect_micro_goldens(
+    const DeviceMaskDecoder& decoder, const DeviceDecoderFeatures& features,
+    DecoderTolerances tolerance = {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance}) {
   const DecoderCase& c = micro_decoder_case();
   const PromptEncoder prompt_encoder(c.config, c.weights);
   const MaskDecoder cpu(c.config, c.weights, prompt_encoder.dense_pe());
   const DecoderImageState image = cpu.prepare_image(c.features, prompt_encoder.embed_dense(Prompt{}), 1);
   const int64_t l = c.config.low_res_mask_size(), pixels = l * l;
   const int tokens = decoder.num_mask_tokens();
-  int runs = 0;
+  DecoderErrors worst;
+  auto expect_logits = [&](const Tensor& actual, const Tensor& expected) {
+    const double error = max_abs_error(actual, expected);
+    EXPECT_LE(error, tolerance.logit);
+    worst.logit = std::max(worst.logit, error);
+  };
+  auto expect_scores = [&](const Tensor& actual, const Tensor& expected) {
+    const double error = max_abs_error(actual, expected);
+    EXPECT_LE(error, tolerance.score);
+    worst.score = std::max(worst.score, error);
+  };
+  auto scalar = [](float value) { return vector_tensor({value}); };
   for (const GoldenPrompt& g : c.prompts) {
-    if (!g.prompt.mask_input.empty()) continue;
     SCOPED_TRACE(g.name);
     const Tensor sparse = prompt_encoder.embed_sparse(g.prompt, c.orig_w, c.orig_h);
-    const MaskDecoderOutput out = decoder.predict_masks(features, sparse);
+    const Tensor mask_dense = g.prompt.mask_input.empty() ? Tensor() : prompt_encoder.embed_dense(g.prompt);
+    const MaskDecoderOutput out = decoder.predict_masks(features, sparse, mask_dense);
     EXPECT_EQ(out.masks.shape(), (Shape{tokens, l, l}));
-    EXPECT_LE(max_abs_error(out.masks, c.at(g.name + ".all_low_res_logits")), kDeviceDecoderLogitTolerance);
-    EXPECT_LE(max_abs_error(out.iou, c.at(g.name + ".all_iou")), kDeviceDecoderScoreTolerance);
+    expect_logits(out.masks, c.at(g.name + ".all_low_res_logits"));
+    expect_scores(out.iou, c.at(g.name + ".all_iou"));
     for (const auto& run : g.runs) {
       const std::string key = run["key_prefix"].get<std::string>();
       const bool multimask = run["multimask_output"].get<bool>();
       SCOPED_TRACE(key);
-      ++runs;
-      EXPECT_NEAR(out.object_score_logit, c.at(key + ".object_score_logits")[0], kDeviceDecoderScoreTolerance);
+      ++worst.runs;
+      expect_scores(scalar(out.object_score_logit), c.at(key + ".object_score_logits"));
       // The selection the predictor makes from these outputs.
       const MaskSelection selection =
           select_mask_tokens(out.masks.data(), pixels, out.iou.data(), tokens, multimask, c.config);
@@ -63,17 +84,18 @@ inline int expect_micro_goldens(const DeviceMaskDecoder& decoder, const DeviceDe
                   std::vector<int>{single ? 0 : run["fallback_multimask_index"].get<int>() + 1});
       }
       const int64_t first = selection.token_indices.front(), count = static_cast<int64_t>(selection.token_indices.size());
-      EXPECT_LE(max_abs_error(clamp_low_res_logits(out.masks.rows(first, count)), c.at(key + ".low_res_masks")),
-                kDeviceDecoderLogitTolerance);
-      EXPECT_LE(max_abs_error(out.iou.rows(first, count), c.at(key + ".iou_predictions")), kDeviceDecoderScoreTolerance);
+      expect_logits(clamp_low_res_logits(out.masks.rows(first, count)), c.at(key + ".low_res_masks"));
+      expect_scores(out.iou.rows(first, count), c.at(key + ".iou_predictions"));
     }
     // The CPU decoder on the same prompt.
-    const MaskDecoderOutput reference = cpu.predict_masks(image, sparse, 1);
-    EXPECT_LE(max_abs_error(out.masks, reference.masks), kDeviceDecoderLogitTolerance);
-    EXPECT_LE(max_abs_error(out.iou, reference.iou), kDeviceDecoderScoreTolerance);
-    EXPECT_NEAR(out.object_score_logit, reference.object_score_logit, kDeviceDecoderScoreTolerance);
+    const MaskDecoderOutput reference =
+        mask_dense.empty() ? cpu.predict_masks(image, sparse, 1)
+                           : cpu.predict_masks(image, cpu.prepare_dense(image, mask_dense, 1), sparse, 1);
+    expect_logits(out.masks, reference.masks);
+    expect_scores(out.iou, reference.iou);
+    expect_scores(scalar(out.object_score_logit), scalar(reference.object_score_logit));
   }
-  return runs;
+  return worst;
 }
 
 }  // namespace sam2rt::testing

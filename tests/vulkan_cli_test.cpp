@@ -164,6 +164,11 @@ TEST(CliVulkan, SegmentMeetsTheMicroGolden) {
 
 TEST(CliVulkan, EverythingMeetsTheMicroGolden) { check_amg_case("micro_mm_g8", {"--device", "vulkan"}); }
 
+// --use-m2m: each candidate refined with its own logits as mask input, decoded on the device too.
+TEST(CliVulkan, EverythingWithMaskToMaskMeetsTheMicroGolden) {
+  check_amg_case("micro_m2m_holes", {"--device", "vulkan"});
+}
+
 TEST(CliVulkan, ServeAnswersAsTheCpuServerDoes) {
   ServerProcess cpu, vulkan({"--device", "vulkan"});
   ASSERT_GT(cpu.port(), 0) << cpu.url();

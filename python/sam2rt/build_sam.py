@@ -154,9 +154,9 @@ def build_sam2(
     YAML file in the official format. ckpt_path: the official ``.pt`` checkpoint or a
     ``.safetensors`` of the same state dict. synthetic_weights=SALT instead runs the
     deterministic generated weights of the test fixtures (meaningless masks).
-    device: "cpu", or "vulkan" / "vulkan:N" for the image encoder and the mask decoder on a
-    GPU through Vulkan (the prompt encoder, prompts with a mask input and the upscaling of the
-    masks to the image stay on the CPU).
+    device: "cpu", or "vulkan" / "vulkan:N" for the image encoder and the mask decoder (every
+    prompt, mask inputs included) on a GPU through Vulkan (the prompt encoder and the upscaling
+    of the masks to the image stay on the CPU).
     """
     device = _check_device(device)
     if mode != "eval":

@@ -37,9 +37,8 @@ void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
   encoded->outputs = model_->encoder().encode(preprocess_image(image, size), encode);
   HeadsImage state;
   if (encoded->outputs.decoder.image_embed.empty()) {
-    // Only a prompt with a mask input (the CPU decoder's) brings the features to the host.
-    state = heads.prepare_image(encoded->outputs.decoder_on_device,
-                                [encoded, model = model_] { return encoded->host_features(model->encoder()); });
+    // The device decoder decodes every prompt: the features come to the host only if features() asks.
+    state = heads.prepare_image(encoded->outputs.decoder_on_device);
   } else {
     state = heads.prepare_image(encoded->outputs.decoder, encoded->outputs.decoder_on_device);
   }

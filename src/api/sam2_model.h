@@ -16,7 +16,7 @@ namespace sam2rt {
 // many predictors (and threads).
 class Sam2Model {
  public:
-  // The image encoder, and the mask decoder of prompts without mask input, run
+  // The image encoder and the mask decoder (every prompt) run
   // on `backend` (the CPU when null).
   static std::shared_ptr<const Sam2Model> load(const ModelSource& source, std::shared_ptr<Backend> backend = nullptr);
   // The weights `source` names: generated (synthetic) or read from its checkpoint

@@ -176,6 +176,7 @@ DeviceMaskDecoder::DeviceMaskDecoder(const ModelConfig& config, const WeightMap&
                                     config.iou_prediction_use_sigmoid);
   object_score_head_ = std::make_unique<Mlp>(b, weights, p + "pred_obj_score_head", 3);
 
+  image_embed_ = b.persistent({e * e, c});
   src_ = b.persistent({e * e, c});
   feat_s1_ = b.persistent({2 * e, 2 * e, c / 4});
   feat_s0_ = b.persistent({4 * e, 4 * e, c / 8});
@@ -200,8 +201,9 @@ void DeviceMaskDecoder::set_image(const DeviceDecoderFeatures& features) const {
   check(features.feat_s0, {4 * e, 4 * e, c / 8}, "feat_s0");
   Backend& b = *backend_;
   run_once(b, [&] {
+    b.copy(features.image_embed, image_embed_);
     // src = image_embed + dense (MaskDecoder.predict_masks), for every prompt without mask input.
-    b.add(features.image_embed.reshaped({e * e, c}), no_mask_dense_, src_);
+    b.add(image_embed_, no_mask_dense_, src_);
     b.copy(features.feat_s1, feat_s1_);
     b.copy(features.feat_s0, feat_s0_);
   });
@@ -241,6 +243,7 @@ void DeviceMaskDecoder::forward(Decode& decode) const {
   // The two-way transformer (TwoWayTransformer.forward, TwoWayAttentionBlock).
   DeviceTensor queries = query_pe;
   DeviceTensor keys = src_;
+  if (!decode.mask_dense.empty()) keys = add(image_embed_, decode.mask_dense);
   for (const Block& block : blocks_) {
     if (block.skip_first_layer_pe) {
       const DeviceTensor attended = block.self_attn(b, queries, queries, queries);
@@ -295,9 +298,17 @@ void DeviceMaskDecoder::forward(Decode& decode) const {
   b.copy_elements(object_score, 0, decode.outputs, m * l * l + m, 1);
 }
 
-MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse) const {
+MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
+                                                   const Tensor& mask_dense) const {
   const Tensor prompt_tokens = tokens(sparse);
   const int64_t t = prompt_tokens.dim(0), m = num_mask_tokens_, l = config_.low_res_mask_size();
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
+  const bool has_mask = !mask_dense.empty();
+  if (has_mask && mask_dense.shape() != Shape{1, c, e, e}) {
+    throw Error("device mask decoder: the dense embedding has shape " + shape_to_string(mask_dense.shape()) +
+                ", expected " + shape_to_string({1, c, e, e}));
+  }
+  const Tensor dense_rows = has_mask ? channels_last_rows(mask_dense) : Tensor();
   Backend& b = *backend_;
   std::lock_guard lock(b.run_mutex());
   set_image(features);
@@ -305,22 +316,25 @@ MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& 
   Decode run_now;  // the CPU's: ops run when called
   Decode* decode = &run_now;
   if (b.records()) {
-    Decode& recorded = decodes_[t];
+    const std::pair key{t, has_mask};
+    Decode& recorded = decodes_[key];
     if (recorded.program == nullptr) {
       ScopedStage stage("decoder: record");
       b.begin_program();
       try {
-        recorded.tokens = b.tensor({t, config_.embed_dim()});
+        recorded.tokens = b.tensor({t, c});
+        if (has_mask) recorded.mask_dense = b.tensor({e * e, c});
         make_outputs(recorded);
         forward(recorded);
       } catch (...) {
         b.end_program();
-        decodes_.erase(t);
+        decodes_.erase(key);
         throw;
       }
       recorded.program = b.end_program();
     }
     b.write(recorded.tokens, prompt_tokens);
+    if (has_mask) b.write(recorded.mask_dense, dense_rows);
     {
       ScopedStage stage("decoder on device");
       b.run(*recorded.program);
@@ -330,6 +344,7 @@ MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& 
   } else {
     const int64_t ops_before = b.ops_called();
     run_now.tokens = b.input(prompt_tokens);
+    if (has_mask) run_now.mask_dense = b.input(dense_rows);
     make_outputs(run_now);
     forward(run_now);
     last_ops_ = {b.ops_called() - ops_before, 0, 0};

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -29,8 +30,11 @@ DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFea
 // On a device backend a prompt's decode is one program, recorded on the first
 // prompt of each token count and replayed: the prompt uploads its tokens
 // (a few hundred floats) and downloads the low-res logits, IoUs and object
-// score, packed into one tensor (one upload and one download per prompt). Prompts with a mask input are not decoded here (MaskDecoder decodes
-// them). Thread-safe: a decode holds the backend's run_mutex().
+// score, packed into one tensor (one upload and one download per prompt). A
+// prompt with a mask input uploads its dense embedding too (the prompt
+// encoder's mask downscaling, computed on the CPU), which its program adds to
+// image_embed in place of the no-mask embedding: a program per (token count,
+// mask input or not). Thread-safe: a decode holds the backend's run_mutex().
 class DeviceMaskDecoder {
  public:
   // image_pe: get_dense_pe() [1, C, E, E]; no_mask_dense: the dense embedding of
@@ -42,13 +46,15 @@ class DeviceMaskDecoder {
   int num_mask_tokens() const { return num_mask_tokens_; }
   Backend& backend() const { return *backend_; }
 
-  // sparse [1, N, C] (N may be 0) on the image of `features`: every mask
-  // token's low-res logits, IoU and the object score, as
-  // MaskDecoder::predict_masks for a prompt without mask input. The features
+  // sparse [1, N, C] (N may be 0) and, for a prompt with a mask input, its
+  // dense embedding [1, C, E, E] (empty: the no-mask one), on the image of
+  // `features`: every mask token's low-res logits, IoU and the object score,
+  // as MaskDecoder::predict_masks. The features
   // are copied into the decoder's own tensors when they are not those of the
   // previous call (which it keeps, so their storage is not reused meanwhile):
   // prompts on one image copy them once. Error naming a feature of the wrong shape.
-  MaskDecoderOutput predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse) const;
+  MaskDecoderOutput predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
+                                  const Tensor& mask_dense = {}) const;
 
   // The backend ops of the last predict_masks (a device's recorded program's).
   ProgramStats last_ops() const;
@@ -57,16 +63,18 @@ class DeviceMaskDecoder {
   struct Attention;
   struct Block;
   struct Mlp;
-  // One decode's tensors: its input tokens [T, C] and its outputs packed into
-  // one tensor, so that a prompt is one download: the masks [M, L * L], the
-  // IoUs [M] and the object score, in that order.
+  // One decode's tensors: its input tokens [T, C], the dense embedding of a
+  // mask input [E*E, C] (empty without), and its outputs packed into one
+  // tensor, so that a prompt is one download: the masks [M, L * L], the IoUs
+  // [M] and the object score, in that order.
   struct Decode {
     DeviceTensor tokens;
+    DeviceTensor mask_dense;
     DeviceTensor outputs;  // [M * L * L + M + 1]
     std::shared_ptr<Program> program;
   };
   Tensor tokens(const Tensor& sparse) const;
-  // Copies `features` into src_, feat_s1_ and feat_s0_ unless they are already there.
+  // Copies `features` into image_embed_, src_, feat_s1_ and feat_s0_ unless they are already there.
   void set_image(const DeviceDecoderFeatures& features) const;
   // The decode of `decode.tokens` into its outputs, as backend ops.
   void forward(Decode& decode) const;
@@ -84,12 +92,13 @@ class DeviceMaskDecoder {
       upscale3_bias_;
   std::vector<Mlp> hypernetworks_;
   std::unique_ptr<Mlp> iou_head_, object_score_head_;
-  // The image: src = image_embed + no_mask_dense [E*E, C], and the high-resolution features,
-  // made from image_ (the features of the last call); persistent, as they live
-  // across other programs' runs.
-  mutable DeviceTensor src_, feat_s1_, feat_s0_;
+  // The image: image_embed [E*E, C] (which a mask input's dense embedding is
+  // added to), src = image_embed + no_mask_dense, and the high-resolution
+  // features, made from image_ (the features of the last call); persistent,
+  // as they live across other programs' runs.
+  mutable DeviceTensor image_embed_, src_, feat_s1_, feat_s0_;
   mutable DeviceDecoderFeatures image_;
-  mutable std::map<int64_t, Decode> decodes_;  // by token count (device backends)
+  mutable std::map<std::pair<int64_t, bool>, Decode> decodes_;  // by (token count, mask input) (device backends)
   mutable ProgramStats last_ops_;
 };
 

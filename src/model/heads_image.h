@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <memory>
 
 #include "model/features.h"
@@ -9,31 +8,28 @@
 namespace sam2rt {
 
 // One image as SamHeads decodes it (SamHeads::prepare_image): its features on
-// the device decoder's backend, when the model has one, and the CPU decoder's
-// per-image state (MaskDecoder::prepare_image: channels-last copies, the
-// transformer's image-side projections). A device decoder decodes every prompt
-// without mask input from the former, so the latter may be made on first need
-// (a prompt with a mask input) instead of with the image: setting an image then
-// does no CPU decoder work and needs no host features. Copies share one state;
-// cpu() is thread-safe. Valid while the SamHeads that made it lives.
+// the device decoder's backend, when the model has one (every prompt is
+// decoded there, so setting an image does no CPU decoder work and needs no
+// host features), else the CPU decoder's per-image state
+// (MaskDecoder::prepare_image: channels-last copies, the transformer's
+// image-side projections). Copies share one state. Valid while the SamHeads
+// that made it lives.
 class HeadsImage {
  public:
   HeadsImage() = default;
-  // The CPU state made now.
-  explicit HeadsImage(DecoderImageState cpu, DeviceDecoderFeatures device = {});
-  // The CPU state made by `prepare_cpu` (given cpu()'s thread count) on the
-  // first call of cpu(); called once (again only after it threw).
-  HeadsImage(DeviceDecoderFeatures device, std::function<DecoderImageState(int threads)> prepare_cpu);
+  explicit HeadsImage(DecoderImageState cpu);
+  explicit HeadsImage(DeviceDecoderFeatures device);
 
   bool empty() const { return shared_ == nullptr; }
-  // Empty without a device decoder.
+  bool on_device() const;
+  // Empty for an image of the CPU decoder.
   const DeviceDecoderFeatures& device() const;
-  // threads: for making it, on the first call.
-  const DecoderImageState& cpu(int threads) const;
+  // Error for an image on the device.
+  const DecoderImageState& cpu() const;
 
  private:
   struct Shared;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<const Shared> shared_;
 };
 
 }  // namespace sam2rt

@@ -1,6 +1,5 @@
 #include "model/sam_heads.h"
 
-#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -60,16 +59,12 @@ HeadsImage SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecode
     return HeadsImage(mask_decoder_.prepare_image(features, no_mask_dense_, threads.count()));
   }
   if (on_device.image_embed.empty()) on_device = upload_decoder_features(device_decoder_->backend(), features);
-  return prepare_image(std::move(on_device), [features] { return features; });
+  return prepare_image(std::move(on_device));
 }
 
-HeadsImage SamHeads::prepare_image(DeviceDecoderFeatures on_device,
-                                   std::function<DecoderFeatures()> host_features) const {
+HeadsImage SamHeads::prepare_image(DeviceDecoderFeatures on_device) const {
   if (!device_decoder_) throw Error("features on a device need a mask decoder on that device");
-  if (on_device.image_embed.empty()) throw Error("no features on the device");
-  return HeadsImage(std::move(on_device), [this, host_features = std::move(host_features)](int threads) {
-    return mask_decoder_.prepare_image(host_features(), no_mask_dense_, threads);
-  });
+  return HeadsImage(std::move(on_device));
 }
 
 std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prompt* prompts, size_t count,
@@ -79,42 +74,40 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
   {
     ScopedStage stage("decoder: prompt encoder");
     for (size_t g = 0; g < count; ++g) {
+      if (count > 1 && !prompts[g].mask_input.empty()) throw Error("a prompt with a mask input is decoded on its own");
       results[g].sparse_embeddings = prompt_encoder_.embed_sparse(prompts[g], orig_w, orig_h);
+      results[g].dense_embeddings =
+          prompts[g].mask_input.empty() ? no_mask_dense_ : prompt_encoder_.embed_dense(prompts[g]);
     }
   }
-  std::vector<MaskDecoderOutput> decoded;
-  if (count == 1 && !prompts[0].mask_input.empty()) {
-    MaskPrediction& r = results[0];
-    r.dense_embeddings = prompt_encoder_.embed_dense(prompts[0]);
-    const DecoderImageState& cpu = image.cpu(threads);
-    const TransformerImageInput input = mask_decoder_.prepare_dense(cpu, r.dense_embeddings, threads);
-    decoded.push_back(mask_decoder_.predict_masks(cpu, input, r.sparse_embeddings, threads));
-  } else {
-    MasksWanted wanted;
-    if (multimask && skip_masks_iou_at_most) {
-      // The selected masks of a multimask prediction are tokens 1..T-1.
-      wanted = [threshold = *skip_masks_iou_at_most](const Tensor& iou) {
-        for (int64_t t = 1; t < iou.numel(); ++t) {
-          if (iou[t] > threshold) return true;
-        }
-        return false;
-      };
-    }
-    std::vector<Tensor> sparse(count);
-    for (size_t g = 0; g < count; ++g) {
-      if (!prompts[g].mask_input.empty()) throw Error("a prompt with a mask input is decoded on its own");
-      results[g].dense_embeddings = no_mask_dense_;
-      sparse[g] = results[g].sparse_embeddings;
-    }
-    if (device_decoder_ && !image.device().image_embed.empty()) {
-      for (size_t g = 0; g < count; ++g) {
-        MaskDecoderOutput out = device_decoder_->predict_masks(image.device(), sparse[g]);
-        if (wanted && !wanted(out.iou)) out.masks = Tensor();  // as MaskDecoder, which skips their upscaling
-        decoded.push_back(std::move(out));
+  MasksWanted wanted;
+  if (multimask && skip_masks_iou_at_most) {
+    // The selected masks of a multimask prediction are tokens 1..T-1.
+    wanted = [threshold = *skip_masks_iou_at_most](const Tensor& iou) {
+      for (int64_t t = 1; t < iou.numel(); ++t) {
+        if (iou[t] > threshold) return true;
       }
-    } else {
-      decoded = mask_decoder_.predict_masks(image.cpu(threads), sparse, threads, wanted);
+      return false;
+    };
+  }
+  std::vector<MaskDecoderOutput> decoded;
+  if (image.on_device()) {
+    for (size_t g = 0; g < count; ++g) {
+      const bool mask_input = !prompts[g].mask_input.empty();
+      MaskDecoderOutput out = device_decoder_->predict_masks(image.device(), results[g].sparse_embeddings,
+                                                             mask_input ? results[g].dense_embeddings : Tensor());
+      // As MaskDecoder, which skips their upscaling (prompts without mask input only).
+      if (wanted && !mask_input && !wanted(out.iou)) out.masks = Tensor();
+      decoded.push_back(std::move(out));
     }
+  } else if (count == 1 && !prompts[0].mask_input.empty()) {
+    const DecoderImageState& cpu = image.cpu();
+    const TransformerImageInput input = mask_decoder_.prepare_dense(cpu, results[0].dense_embeddings, threads);
+    decoded.push_back(mask_decoder_.predict_masks(cpu, input, results[0].sparse_embeddings, threads));
+  } else {
+    std::vector<Tensor> sparse(count);
+    for (size_t g = 0; g < count; ++g) sparse[g] = results[g].sparse_embeddings;
+    decoded = mask_decoder_.predict_masks(image.cpu(), sparse, threads, wanted);
   }
 
   const int num_tokens = mask_decoder_.num_mask_tokens();
@@ -206,12 +199,6 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
     groups.emplace_back(i, n);
     i += n;
   }
-  // The CPU decoder's state, when some prompt needs it, made before the workers
-  // start, with all the threads (each worker decodes on one).
-  const bool all_on_device = device_decoder_ && !image.device().image_embed.empty() &&
-                             std::none_of(prompts.begin(), prompts.end(),
-                                          [](const Prompt& p) { return !p.mask_input.empty(); });
-  if (!all_on_device) image.cpu(threads);
   std::vector<MaskPrediction> results(prompts.size());
   std::exception_ptr failure;
   const int64_t count = static_cast<int64_t>(groups.size());

@@ -43,9 +43,8 @@ struct MaskPrediction {
 // way the token-sized steps run on one thread (kernels/decoder_threads.h).
 class SamHeads {
  public:
-  // With a device backend (one that records programs), prompts without mask
-  // input are decoded on it (DeviceMaskDecoder); prompts with one, and
-  // everything without such a backend, by MaskDecoder on the CPU.
+  // With a device backend (one that records programs), every prompt is
+  // decoded on it (DeviceMaskDecoder); without one, by MaskDecoder on the CPU.
   SamHeads(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend = nullptr);
   ~SamHeads();
 
@@ -59,14 +58,11 @@ class SamHeads {
 
   // Checks the features' shapes (Error naming the mismatch) and precomputes what
   // every prompt on this image shares. With a device decoder the image goes to
-  // the device too: `on_device` when given (the encoder's outputs left there),
-  // else the features uploaded; the CPU decoder's state (HeadsImage) is then
-  // made when a prompt with a mask input first needs it.
+  // the device instead: `on_device` when given (the encoder's outputs left
+  // there), else the features uploaded.
   HeadsImage prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device = {}) const;
-  // With a device decoder (Error without), an image whose features are on the
-  // device only: `host_features` is called (once) when a prompt with a mask
-  // input first needs the CPU decoder's state, e.g. to download them then.
-  HeadsImage prepare_image(DeviceDecoderFeatures on_device, std::function<DecoderFeatures()> host_features) const;
+  // With a device decoder (Error without), an image whose features are on the device only.
+  HeadsImage prepare_image(DeviceDecoderFeatures on_device) const;
 
   // Validates the prompt (Error on bad input), then runs SAM2ImagePredictor.predict.
   // `fill` is applied to the low-res logits before the upsampling of `masks`
@@ -98,7 +94,8 @@ class SamHeads {
 
  private:
   // Everything but the upscaling to the original size for `count` prompts: one
-  // (any), or several without mask input, decoded in lockstep. masks is left
+  // (any), or several without mask input, decoded in lockstep on the CPU
+  // (one after the other on a device). masks is left
   // empty and the selected low-res logits (unclamped) are returned in low_res_masks.
   std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                      bool multimask, int orig_w, int orig_h, int threads,

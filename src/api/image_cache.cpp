@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "model/features.h"
 
 namespace sam2rt {
 
@@ -14,10 +15,7 @@ int64_t ImageCache::charge(const Predictor& predictor) {
   if (!predictor.has_image()) throw Error("image cache: only predictors with an image can be charged");
   // From the model's shapes, which every image's features have (set_features checks
   // them): features() would download features a device keeps.
-  const ModelConfig& config = predictor.model().config();
-  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
-  const int64_t floats = c * e * e + (c / 4) * (2 * e) * (2 * e) + (c / 8) * (4 * e) * (4 * e);
-  return floats * static_cast<int64_t>(sizeof(float));
+  return decoder_feature_shapes(predictor.model().config()).numel() * static_cast<int64_t>(sizeof(float));
 }
 
 std::string ImageCache::new_id() {

@@ -49,8 +49,7 @@ void Predictor::set_image(const RgbImage& image, const EncodeOptions& options) {
 }
 
 void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_height) {
-  const ModelConfig& c = model_->config();
-  const int64_t d = c.embed_dim(), e = c.image_embedding_size();
+  const DecoderFeatureShapes model_shapes = decoder_feature_shapes(model_->config());
   auto check = [](const Tensor& t, const Shape& expected, const char* name) {
     if (t.shape() != expected) {
       throw Error(std::string("features: '") + name + "' has shape " + shape_to_string(t.shape()) +
@@ -58,9 +57,9 @@ void Predictor::set_features(DecoderFeatures features, int orig_width, int orig_
                   "; were they encoded with the same --variant/--config?");
     }
   };
-  check(features.image_embed, {1, d, e, e}, "image_embed");
-  check(features.feat_s1, {1, d / 4, 2 * e, 2 * e}, "feat_s1");
-  check(features.feat_s0, {1, d / 8, 4 * e, 4 * e}, "feat_s0");
+  check(features.image_embed, model_shapes.image_embed, "image_embed");
+  check(features.feat_s1, model_shapes.feat_s1, "feat_s1");
+  check(features.feat_s0, model_shapes.feat_s0, "feat_s0");
   // Features come from a file the user hands us; NaN/Inf would silently give garbage masks.
   auto check_finite = [](const Tensor& t, const char* name) {
     if (!std::all_of(t.begin(), t.end(), [](float v) { return std::isfinite(v); })) {

@@ -81,16 +81,16 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, co
 }
 
 void check_decoder_features(const DecoderFeatures& f, const ModelConfig& config) {
-  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
+  const DecoderFeatureShapes want = decoder_feature_shapes(config);
   auto check = [](const Tensor& t, const Shape& want, const char* name) {
     if (t.shape() != want) {
       throw Error(std::string("decoder features: ") + name + " has shape " + shape_to_string(t.shape()) +
                   ", expected " + shape_to_string(want) + " for this model config");
     }
   };
-  check(f.image_embed, {1, c, e, e}, "image_embed");
-  check(f.feat_s1, {1, c / 4, 2 * e, 2 * e}, "feat_s1");
-  check(f.feat_s0, {1, c / 8, 4 * e, 4 * e}, "feat_s0");
+  check(f.image_embed, want.image_embed, "image_embed");
+  check(f.feat_s1, want.feat_s1, "feat_s1");
+  check(f.feat_s0, want.feat_s0, "feat_s0");
 }
 
 DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, const Tensor& no_mask_dense,

@@ -231,8 +231,13 @@ struct BenchCommand {
     if (everything_runs > 0) {
       // The whole generator on the image, encoder(s) included; one warm-up run.
       const AutomaticMaskGenerator generator(loaded, everything, options);
-      everything_stats = time_runs(std::min(warmup, 1), everything_runs,
-                                   [&] { everything_masks = generator.generate(image).size(); });
+      everything_stats = time_runs(
+          std::min(warmup, 1), everything_runs, [&] { everything_masks = generator.generate(image).size(); },
+          [] { stage_profile_reset(); });
+      if (stage_profile_enabled()) {
+        std::printf("\n");
+        stage_profile_print(stdout, everything_runs);
+      }
     }
     auto scale = [&](TimingStats s) {
       const double k = 1.0 / static_cast<double>(batch);
@@ -368,7 +373,7 @@ void register_bench(CLI::App& app) {
       "Benchmark load, encoder and decoder (warm-up runs, then timed runs; min/median/mean/max/std), achieved "
       "GFLOP/s of the encoder and peak RSS. With --device vulkan also the ops on the device and the host<->device "
       "transfers of an image (set_image) and of a prompt. With --precision bf16 also the bf16-vs-fp32 fidelity table. "
-      "SAM2RT_PROFILE=1 adds a per-stage breakdown of the encoder.");
+      "SAM2RT_PROFILE=1 adds a per-stage breakdown of the encoder, the decoder and the everything runs.");
   command->model.add_to(*sub);
   command->model.add_device_to(*sub);
   sub->add_option("--image", command->image_path, "photo to encode (default: a synthetic gradient at the model's size)")

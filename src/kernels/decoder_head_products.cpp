@@ -80,22 +80,26 @@ bool fits_fast_path(int64_t heads, int64_t head_dim, int64_t per_head) {
 }
 
 // Two heads at a time: 16 accumulators of 16 channels (head h's 8 outputs, then
-// head h + 1's), each row adding its x slices times its 16 scaled weights.
+// head h + 1's), each row adding its x slices (times its row scale) times its
+// 16 weights, each weight broadcast straight from memory into its FMA: a
+// register spilled to the stack and reloaded lane by lane stalls on store
+// forwarding.
 [[gnu::target("avx512f")]] void head_weighted_sums_two_heads_avx512(const HeadWeightedSumsArgs& a) {
-  constexpr int64_t kWeights = 2 * kFastPerHead;
   for (int64_t h = 0; h < a.heads; h += 2) {
-    __m512 acc[kWeights];
+    __m512 acc[2 * kFastPerHead];
     for (__m512& v : acc) v = _mm512_setzero_ps();
     for (int64_t i = 0; i < a.rows; ++i) {
       const float* x = a.x + i * a.ldx + h * kFastHeadDim;
-      const __m512 head0 = _mm512_loadu_ps(x), head1 = _mm512_loadu_ps(x + kFastHeadDim);
-      __m512 w = _mm512_loadu_ps(a.w + i * a.ldw + h * kFastPerHead);
-      if (a.row_scale != nullptr) w = _mm512_mul_ps(w, _mm512_set1_ps(a.row_scale[i]));
-      alignas(64) float weights[kWeights];
-      _mm512_store_ps(weights, w);
+      __m512 head0 = _mm512_loadu_ps(x), head1 = _mm512_loadu_ps(x + kFastHeadDim);
+      if (a.row_scale != nullptr) {
+        const __m512 scale = _mm512_set1_ps(a.row_scale[i]);
+        head0 = _mm512_mul_ps(head0, scale);
+        head1 = _mm512_mul_ps(head1, scale);
+      }
+      const float* w = a.w + i * a.ldw + h * kFastPerHead;
       for (int64_t j = 0; j < kFastPerHead; ++j) {
-        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(weights[j]), head0, acc[j]);
-        acc[kFastPerHead + j] = _mm512_fmadd_ps(_mm512_set1_ps(weights[kFastPerHead + j]), head1, acc[kFastPerHead + j]);
+        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), head0, acc[j]);
+        acc[kFastPerHead + j] = _mm512_fmadd_ps(_mm512_set1_ps(w[kFastPerHead + j]), head1, acc[kFastPerHead + j]);
       }
     }
     for (int64_t k = 0; k < 2; ++k)

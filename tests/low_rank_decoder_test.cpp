@@ -124,6 +124,8 @@ TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
   std::vector<double> v(c), with_v(rows);
   for (int64_t j = 0; j < c; ++j) v[static_cast<size_t>(j)] = 1.0 / (3.0 + static_cast<double>(j));
   dot_rows_with(x.data(), c, v.data(), rows, c, with_v.data());
+  Tensor scaled = x.clone();
+  scale_rows(scale.data(), scaled.data(), c, rows, c - 1);  // the last column stays
   Tensor centered = x.clone();
   center_rows(centered.data(), rows, c);
   for (int64_t r = 0; r < rows; ++r) {
@@ -131,6 +133,7 @@ TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
     for (int64_t j = 0; j < c; ++j) {
       EXPECT_EQ(out[r * c + j], scale[r] * x[r * c + j] + y[r * c + j]);
       EXPECT_EQ(broadcast[r * c + j], scale[r] * x[r * c + j] + y[j]);
+      EXPECT_EQ(scaled[r * c + j], j < c - 1 ? scale[r] * x[r * c + j] : x[r * c + j]);
       dot += static_cast<double>(x[r * c + j]) * y[r * c + j];
       mean += x[r * c + j];
     }

@@ -45,6 +45,20 @@ __attribute__((target("avx512f"))) void scale_add_avx512(float s, const float* x
   for (; j < c; ++j) out[j] = s * x[j] + y[j];
 }
 
+__attribute__((target("avx512f"))) void scale_avx512(float s, float* x, int64_t c) {
+  const __m512 scale = _mm512_set1_ps(s);
+  int64_t j = 0;
+  for (; j + 16 <= c; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(scale, _mm512_loadu_ps(x + j)));
+  for (; j < c; ++j) x[j] *= s;
+}
+
+__attribute__((target("avx2"))) void scale_avx2(float s, float* x, int64_t c) {
+  const __m256 scale = _mm256_set1_ps(s);
+  int64_t j = 0;
+  for (; j + 8 <= c; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(scale, _mm256_loadu_ps(x + j)));
+  for (; j < c; ++j) x[j] *= s;
+}
+
 // dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes in
 // order: the same sums on every path, and 16 independent additions per step
 // instead of one dependent chain. Products of floats are exact in double.
@@ -153,6 +167,21 @@ void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float
       scale_add_avx2(s, xr, yr, c, o);
     } else {
       for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];
+    }
+  }
+}
+
+void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t c) {
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* const row = x + r * ldx;
+    if (has_avx512) {
+      scale_avx512(scale[r], row, c);
+    } else if (has_avx2) {
+      scale_avx2(scale[r], row, c);
+    } else {
+      for (int64_t j = 0; j < c; ++j) row[j] *= scale[r];
     }
   }
 }

@@ -23,6 +23,9 @@ void add_rows_inplace(float* x, const float* y, int64_t count);
 void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
                     int64_t c, float* out, int64_t ldo);
 
+// x[r, :] *= scale[r] in place over `rows` rows of c floats (row stride ldx).
+void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t c);
+
 // out[r] = sum_j a[r, j] * b[r, j], accumulated in double (row strides lda, ldb).
 void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out);
 // out[r] = sum_j a[r, j] * v[j] in double. Both add element j into lane j % 16 and

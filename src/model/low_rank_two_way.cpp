@@ -122,7 +122,8 @@ struct SharedImageRows {
 };
 struct PromptImageRows {
   const Tensor* row_scale;  // [HW]
-  const Tensor* coef;       // [HW, R]
+  const float* coef;        // [HW, R], row stride ldc
+  int64_t ldc;
   const Tensor* basis;      // [R, C]
 };
 
@@ -170,7 +171,7 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   std::vector<Tensor> queries(count), basis_values(count), basis_scores(count), probs(count);
   for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].coef->dim(1);
+    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].basis->dim(0);
     queries[g] = split_heads(attn.q_proj(q_in[g]), heads, scale);
     const Tensor basis_keys = project_rows(*prompts[g].basis, attn.k_proj.weight);
     basis_values[g] = project_rows(*prompts[g].basis, attn.v_proj.weight);
@@ -186,12 +187,12 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
     const int64_t rows = r1 - r0;
     float* const keys = thread_scratch(0, rows * width);
     for (size_t g = 0; g < count; ++g) {
-      const int64_t pairs = probs[g].dim(1), r = prompts[g].coef->dim(1);
+      const int64_t pairs = probs[g].dim(1), r = prompts[g].basis->dim(0), ldc = prompts[g].ldc;
       scale_rows_add(prompts[g].row_scale->data() + r0, x.keys_shared.data() + r0 * width, width,
                      x.keys_const.data() + r0 * width, width, rows, width, keys, width);
       head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads, .x = keys,
                  .ldx = width, .vectors = queries[g].data(), .out = probs[g].data() + r0 * pairs, .ldo = pairs});
-      gemm({.m = rows, .n = pairs, .k = r, .a = prompts[g].coef->data() + r0 * r, .lda = r,
+      gemm({.m = rows, .n = pairs, .k = r, .a = prompts[g].coef + r0 * ldc, .lda = ldc,
             .b = basis_scores[g].data(), .ldb = r, .b_transposed = true, .c = probs[g].data() + r0 * pairs,
             .ldc = pairs, .accumulate = true});
     }
@@ -208,9 +209,9 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
   add_weighted_values(probs, heads, row_scales, x.values_shared, mixed, threads);
   std::vector<Tensor> out(count);
   for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = probs[g].dim(1), r = prompts[g].coef->dim(1);
+    const int64_t t = q_in[g].dim(0), pairs = probs[g].dim(1), r = prompts[g].basis->dim(0);
     Tensor with_coef = Tensor::uninitialized({pairs, r});
-    gemm({.m = pairs, .n = r, .k = n, .a = probs[g].data(), .lda = pairs, .b = prompts[g].coef->data(), .ldb = r,
+    gemm({.m = pairs, .n = r, .k = n, .a = probs[g].data(), .lda = pairs, .b = prompts[g].coef, .ldb = prompts[g].ldc,
           .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
     for (int64_t h = 0; h < heads; ++h) {
       gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + h * t * r, .lda = r,
@@ -426,9 +427,13 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   const int64_t heads0 = image_to_token0.num_heads, width0 = image_to_token0.internal_dim();
   const int64_t head_dim0 = width0 / heads0;
   const int64_t d_q2 = image_to_token1.internal_dim();
+  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1;
   // Per prompt: block 0's values split by head, its value rows, the basis of its
-  // image-side update, and the row scales and coefficients of the factored rows.
-  std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef0(count);
+  // image-side update, and the row scales of the factored rows. Their
+  // coefficients are written where block 1 extends them: the first heads0 * T
+  // columns of each row of `coef` (below), so that no pass copies them.
+  std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef(count);
+  auto coef_stride = [&](size_t g) { return (heads0 + heads1) * tokens[g].dim(0) + 1; };
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
@@ -445,33 +450,32 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       basis0[g] = Tensor::uninitialized({pairs0, c});
       scale_columns_into(centered0, first_.norm4.weight, basis0[g], 0);
       row_scale1[g] = image_sized({n});
-      coef0[g] = image_sized({n, pairs0});
+      coef[g] = image_sized({n, coef_stride(g)});
     }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       for (size_t g = 0; g < count; ++g) {
-        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t;
-        float* p = coef0[g].data() + r0 * pairs0;
+        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, ldw = coef_stride(g);
+        float* p = coef[g].data() + r0 * ldw;
         head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
                    .x = input.image_to_token_q.data() + r0 * width0, .ldx = width0, .vectors = keys0[g].data(),
-                   .out = p, .ldo = pairs0});
-        softmax_groups(p, rows * heads0, t);
+                   .out = p, .ldo = ldw});
+        for (int64_t r = 0; r < rows; ++r) softmax_groups(p + r * ldw, heads0, t);
         // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
         float* const cross = thread_scratch(0, rows * pairs0);
         float* const quad = thread_scratch(1, rows * pairs0);
         head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
                    .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
                    .out = cross, .ldo = pairs0});
-        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = pairs0, .b = gram0[g].data(), .ldb = pairs0,
+        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = ldw, .b = gram0[g].data(), .ldb = pairs0,
               .b_transposed = true, .c = quad, .ldc = pairs0});
-        const std::vector<double> with_cross = row_dots(p, pairs0, cross, pairs0, rows, pairs0);
-        const std::vector<double> with_quad = row_dots(p, pairs0, quad, pairs0, rows, pairs0);
+        const std::vector<double> with_cross = row_dots(p, ldw, cross, pairs0, rows, pairs0);
+        const std::vector<double> with_quad = row_dots(p, ldw, quad, pairs0, rows, pairs0);
         for (int64_t r = 0; r < rows; ++r) {
           const auto k = static_cast<size_t>(r);
-          const float a1 = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
-          row_scale1[g][r0 + r] = a1;
-          for (int64_t j = 0; j < pairs0; ++j) p[r * pairs0 + j] *= a1;
+          row_scale1[g][r0 + r] = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
         }
+        scale_rows(row_scale1[g].data() + r0, p, ldw, rows, pairs0);
       }
     });
   }
@@ -490,7 +494,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     std::vector<PromptImageRows> rows(count);
     for (size_t g = 0; g < count; ++g) {
       q[g] = with_pe(g);
-      rows[g] = {&row_scale1[g], &coef0[g], &basis0[g]};
+      rows[g] = {&row_scale1[g], coef[g].data(), coef_stride(g), &basis0[g]};
     }
     const std::vector<Tensor> attn_out = attend_factored_rows(
         token_to_image1, q, {image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const}, rows,
@@ -506,9 +510,8 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   // coef_i = [a1_i P0_i, P2_i] and basis = [basis0; value rows 2] (centered: B~),
   //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
   //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2.
-  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1;
   const Tensor& g2 = second_.norm4.weight;
-  std::vector<Tensor> row_scale2(count), coef(count), final_basis(count);
+  std::vector<Tensor> row_scale2(count), final_basis(count);
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
@@ -534,63 +537,72 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       }
       center_rows(basis.data(), r, c);
       gram_all[g] = gram(basis);
+      // The quadratic form below reads the lower-left block (block 1's rows
+      // against block 0's) for both cross terms: doubled here (exactly).
+      for (int64_t i = pairs0; i < r; ++i)
+        for (int64_t j = 0; j < pairs0; ++j) gram_all[g][i * r + j] *= 2.0f;
       final_basis[g] = Tensor::uninitialized({ldw, c});
       scale_columns_into(basis, g2, final_basis[g], 0);
       for (int64_t j = 0; j < c; ++j) final_basis[g][r * c + j] = image.c_centered[j] * g2[j];
       queries_weight2[g] = project_rows(basis0[g], image_to_token1.q_proj.weight);
       row_scale2[g] = image_sized({n});
-      coef[g] = image_sized({n, ldw});
     }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       for (size_t g = 0; g < count; ++g) {
         const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
         const int64_t r = pairs0 + pairs1, ldw = r + 1;
-        float* w = coef[g].data() + r0 * ldw;
-        const float* p0 = coef0[g].data() + r0 * pairs0;
+        // Block 0's coefficients a1 P0 are the first pairs0 columns of w; block
+        // 1's probabilities P2 go beside them.
+        float* const w = coef[g].data() + r0 * ldw;
+        float* const p2 = w + pairs0;
         // Queries of block 1's image -> token attention, scores, softmax.
         float* const q2 = thread_scratch(2, rows * d_q2);
-        float* const p2 = thread_scratch(3, rows * pairs1);
+        float* const a2s = thread_scratch(3, rows);
         scale_rows_add(row_scale1[g].data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
                        image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
-        gemm({.m = rows, .n = d_q2, .k = pairs0, .a = p0, .lda = pairs0, .b = queries_weight2[g].data(),
+        gemm({.m = rows, .n = d_q2, .k = pairs0, .a = w, .lda = ldw, .b = queries_weight2[g].data(),
               .ldb = d_q2, .b_transposed = false, .c = q2, .ldc = d_q2, .accumulate = true});
         head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
-                   .vectors = keys2[g].data(), .out = p2, .ldo = pairs1});
-        softmax_groups(p2, rows * heads1, t);
-        for (int64_t i = 0; i < rows; ++i) {
-          std::copy_n(p0 + i * pairs0, pairs0, w + i * ldw);
-          std::copy_n(p2 + i * pairs1, pairs1, w + i * ldw + pairs0);
-        }
+                   .vectors = keys2[g].data(), .out = p2, .ldo = ldw});
+        for (int64_t i = 0; i < rows; ++i) softmax_groups(p2 + i * ldw, heads1, t);
         // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
-        // g1 . s~_i, value rows 2 through s~ Wo2.
+        // g1 . s~_i (subtracted from the row's dot with w below), value rows 2
+        // through s~ Wo2.
         float* const cross = thread_scratch(0, rows * r);
         float* const quad = thread_scratch(1, rows * r);
         head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
                    .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
                    .out = cross, .ldo = r});
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = 0; j < pairs0; ++j)
-            cross[i * r + j] -= static_cast<float>(basis0_means[g][static_cast<size_t>(j)] * image.s_dot_g1[r0 + i]);
         head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
                    .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2[g].data(),
                    .out = cross + pairs0, .ldo = r});
-        gemm({.m = rows, .n = r, .k = r, .a = w, .lda = ldw, .b = gram_all[g].data(), .ldb = r, .b_transposed = true,
+        // w G w^T with G = [G00 G02; G20 G22] symmetric, w = [w0 w2]: w0 . (w0 G00 + 2 w2 G20) + w2 . (w2 G22),
+        // three quarters of the products of w G.
+        const float* const gram = gram_all[g].data();
+        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = w, .lda = ldw, .b = gram, .ldb = r, .b_transposed = true,
               .c = quad, .ldc = r});
+        gemm({.m = rows, .n = pairs0, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r, .ldb = r,
+              .b_transposed = false, .c = quad, .ldc = r, .accumulate = true});
+        gemm({.m = rows, .n = pairs1, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r + pairs0, .ldb = r,
+              .b_transposed = true, .c = quad + pairs0, .ldc = r});
         const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
-        std::vector<double> with_c(static_cast<size_t>(rows));
+        std::vector<double> with_c(static_cast<size_t>(rows)), with_means(static_cast<size_t>(rows));
         dot_rows_with(w, ldw, basis_dot_c[g].data(), rows, r, with_c.data());
+        dot_rows_with(w, ldw, basis0_means[g].data(), rows, pairs0, with_means.data());
         const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
         for (int64_t i = 0; i < rows; ++i) {
           const auto k = static_cast<size_t>(i);
           const double a1 = row_scale1[g][r0 + i];
+          const double cross_i = with_cross[k] - with_means[k] * image.s_dot_g1[r0 + i];
           const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
-                               2.0 * a1 * with_cross[k] + 2.0 * with_c[k] + with_quad[k];
+                               2.0 * a1 * cross_i + 2.0 * with_c[k] + with_quad[k];
           const float a2 = inverse_std(norm2, c);
           row_scale2[g][r0 + i] = static_cast<float>(a1) * a2;
-          for (int64_t j = 0; j < r; ++j) w[i * ldw + j] *= a2;
+          a2s[i] = a2;
           w[i * ldw + r] = a2;
         }
+        scale_rows(a2s, w, ldw, rows, r);
       }
     });
   }
@@ -600,7 +612,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   std::vector<PromptImageRows> rows(count);
   for (size_t g = 0; g < count; ++g) {
     q[g] = with_pe(g);
-    rows[g] = {&row_scale2[g], &coef[g], &final_basis[g]};
+    rows[g] = {&row_scale2[g], coef[g].data(), coef_stride(g), &final_basis[g]};
   }
   const std::vector<Tensor> attn_out =
       attend_factored_rows(final_attn_, q,

@@ -59,18 +59,31 @@ __attribute__((target("avx2"))) void scale_avx2(float s, float* x, int64_t c) {
   for (; j < c; ++j) x[j] *= s;
 }
 
-// dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes in
-// order: the same sums on every path, and 16 independent additions per step
-// instead of one dependent chain. Products of floats are exact in double.
+// dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes
+// by a fixed tree (sum_lanes): the same sums on every path, 16 independent
+// additions per step instead of one dependent chain, and a reduction four
+// additions deep. Products of floats are exact in double.
 constexpr int64_t kDotLanes = 16;
+
+// ((l[m] + l[m + 8]) for m < 8, then the same with 4, 2 and 1: how the vector
+// paths fold their registers in halves.
+double sum_halves(double* folded) {
+  for (int64_t width = kDotLanes / 4; width >= 1; width /= 2)
+    for (int64_t m = 0; m < width; ++m) folded[m] += folded[m + width];
+  return folded[0];
+}
+
+double sum_lanes(const double* lanes) {
+  double folded[kDotLanes / 2];
+  for (int64_t m = 0; m < kDotLanes / 2; ++m) folded[m] = lanes[m] + lanes[m + kDotLanes / 2];
+  return sum_halves(folded);
+}
 
 template <typename B>
 double dot_row_plain(const float* a, const B* b, int64_t c) {
   double lanes[kDotLanes] = {};
   for (int64_t j = 0; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * static_cast<double>(b[j]);
-  double sum = 0;
-  for (const double lane : lanes) sum += lane;
-  return sum;
+  return sum_lanes(lanes);
 }
 
 __attribute__((target("avx2"))) inline __m256d four_doubles(const float* x) { return _mm256_cvtps_pd(_mm_loadu_ps(x)); }
@@ -88,10 +101,40 @@ __attribute__((target("avx2"))) double dot_row_avx2(const float* a, const B* b, 
   double lanes[kDotLanes];
   for (int k = 0; k < 4; ++k) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
   for (; j < c; ++j) lanes[j % kDotLanes] += static_cast<double>(a[j]) * static_cast<double>(b[j]);
-  double sum = 0;
-  for (const double lane : lanes) sum += lane;
-  return sum;
+  return sum_lanes(lanes);
 }
+
+// GCC 12's AVX-512 intrinsics start some results from an "undefined" vector,
+// which it then reports as maybe-uninitialized once inlined.
+#pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+__attribute__((target("avx512f,avx512vl"))) inline __m512d eight_doubles(const float* x, __mmask8 mask) {
+  return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mask, x));
+}
+__attribute__((target("avx512f,avx512vl"))) inline __m512d eight_doubles(const double* x, __mmask8 mask) {
+  return _mm512_maskz_loadu_pd(mask, x);
+}
+
+// Lanes 0-7 and 8-15 in two registers, folded into one as sum_lanes does; a
+// tail adds zeros to the lanes past c.
+template <typename B>
+__attribute__((target("avx512f,avx512vl"))) double dot_row_avx512(const float* a, const B* b, int64_t c) {
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  for (int64_t j = 0; j < c; j += kDotLanes) {
+    const int64_t left = c - j;
+    const auto mask_low = static_cast<__mmask8>(left >= 8 ? 0xff : (1u << left) - 1);
+    const auto mask_high = static_cast<__mmask8>(left >= 16 ? 0xff : left <= 8 ? 0 : (1u << (left - 8)) - 1);
+    low = _mm512_add_pd(low, _mm512_mul_pd(eight_doubles(a + j, mask_low), eight_doubles(b + j, mask_low)));
+    high = _mm512_add_pd(high,
+                         _mm512_mul_pd(eight_doubles(a + j + 8, mask_high), eight_doubles(b + j + 8, mask_high)));
+  }
+  double folded[kDotLanes / 2];
+  _mm512_storeu_pd(folded, _mm512_add_pd(low, high));
+  return sum_halves(folded);
+}
+#pragma GCC diagnostic pop
 
 // One run of scatter_2x2_taps: both dx taps of an input pixel and dy, adjacent in
 // the taps and in the output row: out = (src + bias) + add over 2 x cout values,
@@ -186,18 +229,36 @@ void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t
   }
 }
 
-void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+namespace {
+
+template <typename B>
+void dot_rows_any(const float* a, int64_t lda, const B* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
+  static const SimdLevel level = best_simd_level();
   for (int64_t r = 0; r < rows; ++r) {
-    out[r] = has_avx2 ? dot_row_avx2(a + r * lda, b + r * ldb, c) : dot_row_plain(a + r * lda, b + r * ldb, c);
+    const float* const x = a + r * lda;
+    const B* const y = b + r * ldb;
+    switch (level) {
+      case SimdLevel::avx512:
+        out[r] = dot_row_avx512(x, y, c);
+        break;
+      case SimdLevel::avx2:
+        out[r] = dot_row_avx2(x, y, c);
+        break;
+      case SimdLevel::baseline:
+        out[r] = dot_row_plain(x, y, c);
+        break;
+    }
   }
 }
 
+}  // namespace
+
+void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
+  dot_rows_any(a, lda, b, ldb, rows, c, out);
+}
+
 void dot_rows_with(const float* a, int64_t lda, const double* v, int64_t rows, int64_t c, double* out) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
-  for (int64_t r = 0; r < rows; ++r) {
-    out[r] = has_avx2 ? dot_row_avx2(a + r * lda, v, c) : dot_row_plain(a + r * lda, v, c);
-  }
+  dot_rows_any(a, lda, v, int64_t{0}, rows, c, out);
 }
 
 void center_rows(float* x, int64_t rows, int64_t c) {

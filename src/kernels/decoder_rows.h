@@ -29,7 +29,7 @@ void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t
 // out[r] = sum_j a[r, j] * b[r, j], accumulated in double (row strides lda, ldb).
 void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out);
 // out[r] = sum_j a[r, j] * v[j] in double. Both add element j into lane j % 16 and
-// then the lanes in order: the same sums on every SIMD path.
+// then the lanes by a fixed tree: the same sums on every SIMD path.
 void dot_rows_with(const float* a, int64_t lda, const double* v, int64_t rows, int64_t c, double* out);
 
 // x[r, :] -= mean(x[r, :]) in place, the mean accumulated in double.

@@ -515,7 +515,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
-    std::vector<Tensor> keys2(count), values2(count), gram_all(count), queries_weight2(count);
+    std::vector<Tensor> keys2(count), values2(count), gram_all(count), basis_scores2(count);
     std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
     for (size_t g = 0; g < count; ++g) {
       const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
@@ -544,7 +544,13 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       final_basis[g] = Tensor::uninitialized({ldw, c});
       scale_columns_into(basis, g2, final_basis[g], 0);
       for (int64_t j = 0; j < c; ++j) final_basis[g][r * c + j] = image.c_centered[j] * g2[j];
-      queries_weight2[g] = project_rows(basis0[g], image_to_token1.q_proj.weight);
+      // The queries' part from block 0's update, (a1 P0) (basis0 Wq^T), enters
+      // the scores as (a1 P0) times basis0's queries' dots with the keys:
+      // [pairs0, pairs1] per prompt instead of a [HW, D] product.
+      const Tensor basis_queries = project_rows(basis0[g], image_to_token1.q_proj.weight);
+      basis_scores2[g] = Tensor::uninitialized({pairs0, pairs1});
+      head_dots({.rows = pairs0, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = basis_queries.data(),
+                 .ldx = d_q2, .vectors = keys2[g].data(), .out = basis_scores2[g].data(), .ldo = pairs1});
       row_scale2[g] = image_sized({n});
     }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
@@ -556,15 +562,17 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
         // 1's probabilities P2 go beside them.
         float* const w = coef[g].data() + r0 * ldw;
         float* const p2 = w + pairs0;
-        // Queries of block 1's image -> token attention, scores, softmax.
+        // Block 1's image -> token scores: the queries without block 0's update
+        // (a1 times the shared queries plus the constant) against the keys,
+        // plus a1 P0 times basis_scores2; then the softmax.
         float* const q2 = thread_scratch(2, rows * d_q2);
         float* const a2s = thread_scratch(3, rows);
         scale_rows_add(row_scale1[g].data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
                        image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
-        gemm({.m = rows, .n = d_q2, .k = pairs0, .a = w, .lda = ldw, .b = queries_weight2[g].data(),
-              .ldb = d_q2, .b_transposed = false, .c = q2, .ldc = d_q2, .accumulate = true});
         head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
                    .vectors = keys2[g].data(), .out = p2, .ldo = ldw});
+        gemm({.m = rows, .n = pairs1, .k = pairs0, .a = w, .lda = ldw, .b = basis_scores2[g].data(), .ldb = pairs1,
+              .b_transposed = false, .c = p2, .ldc = ldw, .accumulate = true});
         for (int64_t i = 0; i < rows; ++i) softmax_groups(p2 + i * ldw, heads1, t);
         // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
         // g1 . s~_i (subtracted from the row's dot with w below), value rows 2

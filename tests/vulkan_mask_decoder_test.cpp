@@ -116,6 +116,52 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
   }
 }
 
+// Five prompts of one token count (point pairs and boxes) in one program: one
+// submission, one upload (their tokens) and one download (their outputs);
+// each prompt's outputs are its own decode's bit for bit (the same ops per
+// row), with the kernels of this device and with the tiled ones GPUs get.
+TEST_F(VulkanMaskDecoderMicro, ABatchIsOneSubmissionAndEachPromptAloneBitForBit) {
+  for (const bool tiled : {false, true}) {
+    SCOPED_TRACE(tiled ? "tiled kernels" : "this device's kernels");
+    const auto device = backend(0, tiled);
+    const auto decoder = micro_decoder(device);
+    const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
+    ASSERT_GE(decoder->max_prompts_per_batch(), 5);
+    const std::vector<Tensor> sparse = micro_batch_sparse(5);
+    decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
+    for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
+      const TransferCounts before = device->transfers();
+      const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
+      const TransferCounts after = device->transfers();
+      EXPECT_EQ(after.submissions - before.submissions, 1);
+      EXPECT_EQ(after.uploads - before.uploads, 1);
+      EXPECT_EQ(after.downloads - before.downloads, 1);
+      EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+    }
+  }
+}
+
+// A batch larger than the program's cap (bindings capped to 70000 floats, of
+// which micro's largest tensor per prompt, its packed outputs of 16389 values,
+// fits 4 times; its largest weight, 65536 values, still fits) is split into
+// near-equal batches (3 and 2 prompts, a program each), each one submission,
+// upload and download; every prompt is still its own decode.
+TEST_F(VulkanMaskDecoderMicro, ABatchAboveTheCapIsSplitAndEachPromptAloneBitForBit) {
+  const auto device = backend(4 * 70000 + 256);
+  const auto decoder = micro_decoder(device);
+  ASSERT_EQ(decoder->max_prompts_per_batch(), 4);
+  const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
+  const std::vector<Tensor> sparse = micro_batch_sparse(5);
+  decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
+  const TransferCounts before = device->transfers();
+  const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
+  const TransferCounts after = device->transfers();
+  EXPECT_EQ(after.submissions - before.submissions, 2);
+  EXPECT_EQ(after.uploads - before.uploads, 2);
+  EXPECT_EQ(after.downloads - before.downloads, 2);
+  EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+}
+
 using VulkanMaskDecoderTiny = VulkanBackendTest;
 
 // Tiny (synthetic weights, salt 0) through SamHeads on the device at the CPU

@@ -43,7 +43,7 @@ class VulkanPredictorMicro : public VulkanBackendTest {
   // The transfers since `before`.
   TransferCounts since(const TransferCounts& before) const {
     const TransferCounts now = device_->transfers();
-    return {now.uploads - before.uploads, now.downloads - before.downloads};
+    return {now.uploads - before.uploads, now.downloads - before.downloads, now.submissions - before.submissions};
   }
   Prompt click() const {
     Prompt p;

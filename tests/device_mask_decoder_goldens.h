@@ -136,7 +136,8 @@ inline BatchDifference batch_against_each_alone(const DeviceMaskDecoder& decoder
   BatchDifference difference;
   EXPECT_EQ(batched.size(), sparse.size());
   auto same_bits = [](const Tensor& a, const Tensor& b) {
-    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
+    return a.shape() == b.shape() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
   };
   for (size_t i = 0; i < std::min(batched.size(), sparse.size()); ++i) {
     const MaskDecoderOutput alone = decoder.predict_masks(features, sparse[i]);

@@ -339,9 +339,10 @@ TEST_F(VulkanOpsTest, BatchedAttentionIsEachBatchAloneBitForBit) {
     bool shared_q, shared_kv, tiled;
   };
   const int64_t batches = 3;
-  for (const BatchCase& c : {BatchCase{7, 64, 8, 2, false, true, false}, BatchCase{64, 7, 8, 2, true, false, false},
-                             BatchCase{9, 70, 4, 16, false, true, false}, BatchCase{70, 9, 4, 16, true, false, false},
-                             BatchCase{9, 70, 4, 16, false, false, true}, BatchCase{5, 1100, 2, 16, false, true, false}}) {
+  const std::vector<BatchCase> cases = {
+      {7, 64, 8, 2, false, true, false},  {64, 7, 8, 2, true, false, false},  {9, 70, 4, 16, false, true, false},
+      {70, 9, 4, 16, true, false, false}, {9, 70, 4, 16, false, false, true}, {5, 1100, 2, 16, false, true, false}};
+  for (const BatchCase& c : cases) {
     SCOPED_TRACE(std::to_string(c.nq) + " queries, " + std::to_string(c.nk) + " keys, head dimension " +
                  std::to_string(c.head_dim) + (c.tiled ? ", tiled" : ""));
     VulkanContextOptions options;

@@ -230,10 +230,13 @@ void CpuBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
   hwc_to_nchw_into(f32(x), nchw);
 }
 
-void CpuBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y, int64_t batches) {
+void CpuBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y,
+                                   int64_t batches) {
   ++ops_;
-  const int64_t k = w.dim(-1), n = batches > 0 ? w.numel() / k / batches : 0, rows = batches > 0 ? x.numel() / k / batches : 0;
-  if (batches < 1 || x.numel() != batches * rows * k || w.numel() != batches * n * k || y.numel() != batches * rows * n) {
+  const int64_t k = w.dim(-1), n = batches > 0 ? w.numel() / k / batches : 0,
+                rows = batches > 0 ? x.numel() / k / batches : 0;
+  if (batches < 1 || x.numel() != batches * rows * k || w.numel() != batches * n * k ||
+      y.numel() != batches * rows * n) {
     throw Error("cpu backend: matmul_transposed: " + shape_to_string(x.shape()) + " x " +
                 shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match in " +
                 std::to_string(batches) + " batches");

@@ -19,18 +19,25 @@ layout(push_constant) uniform Push {
   uint q_base, ldq, k_base, ldk;
   uint v_base, ldv, o_base, ldo;
   float scale;
+  uint q_batch, k_batch, v_batch, o_batch;  // batch strides (dispatch z: the batch); 0: shared
 } p;
+
+// Where this invocation's batch (the dispatch's z group) starts in each operand.
+uint q_base() { return p.q_base + gl_WorkGroupID.z * p.q_batch; }
+uint k_base() { return p.k_base + gl_WorkGroupID.z * p.k_batch; }
+uint v_base() { return p.v_base + gl_WorkGroupID.z * p.v_batch; }
+uint o_base() { return p.o_base + gl_WorkGroupID.z * p.o_batch; }
 
 void main() {
   uint i = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y;
   if (i >= p.nq || h >= p.heads) return;
   uint column = h * p.head_dim;
   float query[kMaxHeadDim];
-  for (uint c = 0; c < p.head_dim; ++c) query[c] = float(q[p.q_base + i * p.ldq + column + c]);
+  for (uint c = 0; c < p.head_dim; ++c) query[c] = float(q[q_base() + i * p.ldq + column + c]);
 
   float m = -3.402823466e38;
   for (uint j = 0; j < p.nk; ++j) {
-    uint kj = p.k_base + j * p.ldk + column;
+    uint kj = k_base() + j * p.ldk + column;
     float s = 0.0;
     for (uint c = 0; c < p.head_dim; ++c) s += query[c] * float(k[kj + c]);
     m = max(m, s * p.scale);
@@ -39,7 +46,7 @@ void main() {
   for (uint c = 0; c < p.head_dim; ++c) acc[c] = 0.0;
   float sum = 0.0;
   for (uint j = 0; j < p.nk; ++j) {
-    uint kj = p.k_base + j * p.ldk + column, vj = p.v_base + j * p.ldv + column;
+    uint kj = k_base() + j * p.ldk + column, vj = v_base() + j * p.ldv + column;
     float s = 0.0;
     for (uint c = 0; c < p.head_dim; ++c) s += query[c] * float(k[kj + c]);
     float e = exp(s * p.scale - m);
@@ -47,6 +54,6 @@ void main() {
     for (uint c = 0; c < p.head_dim; ++c) acc[c] += e * float(v[vj + c]);
   }
   float inv = 1.0 / sum;
-  uint oi = p.o_base + i * p.ldo + column;
+  uint oi = o_base() + i * p.ldo + column;
   for (uint c = 0; c < p.head_dim; ++c) o[oi + c] = ELEMENT(acc[c] * inv);
 }

@@ -23,7 +23,14 @@ layout(push_constant) uniform Push {
   uint q_base, ldq, k_base, ldk;
   uint v_base, ldv, o_base, ldo;
   float scale;
+  uint q_batch, k_batch, v_batch, o_batch;  // batch strides (dispatch z: the batch); 0: shared
 } p;
+
+// Where this invocation's batch (the dispatch's z group) starts in each operand.
+uint q_base() { return p.q_base + gl_WorkGroupID.z * p.q_batch; }
+uint k_base() { return p.k_base + gl_WorkGroupID.z * p.k_batch; }
+uint v_base() { return p.v_base + gl_WorkGroupID.z * p.v_batch; }
+uint o_base() { return p.o_base + gl_WorkGroupID.z * p.o_batch; }
 
 shared vec4 key_tile[kTileKeys][kMaxQuads];
 shared vec4 value_tile[kTileKeys][kMaxQuads];
@@ -38,8 +45,8 @@ void load_tile(uint j0, uint column, uint quads, bool with_values) {
   for (uint e = gl_LocalInvocationID.x; e < kTileKeys * quads; e += gl_WorkGroupSize.x) {
     uint key = e / quads, c = e % quads, j = j0 + key;
     bool inside = j < p.nk;
-    key_tile[key][c] = inside ? load4(p.k_base + j * p.ldk + column + 4 * c, false) : vec4(0.0);
-    if (with_values) value_tile[key][c] = inside ? load4(p.v_base + j * p.ldv + column + 4 * c, true) : vec4(0.0);
+    key_tile[key][c] = inside ? load4(k_base() + j * p.ldk + column + 4 * c, false) : vec4(0.0);
+    if (with_values) value_tile[key][c] = inside ? load4(v_base() + j * p.ldv + column + 4 * c, true) : vec4(0.0);
   }
 }
 
@@ -49,7 +56,7 @@ void main() {
   uint column = h * p.head_dim, quads = p.head_dim / 4;
   vec4 query[kMaxQuads];
   for (uint c = 0; c < quads; ++c) {
-    uint at = p.q_base + min(i, p.nq - 1) * p.ldq + column + 4 * c;
+    uint at = q_base() + min(i, p.nq - 1) * p.ldq + column + 4 * c;
     query[c] = vec4(float(q[at]), float(q[at + 1]), float(q[at + 2]), float(q[at + 3]));
   }
 
@@ -89,7 +96,7 @@ void main() {
   }
   if (!has_query) return;
   float inv = 1.0 / sum;
-  uint oi = p.o_base + i * p.ldo + column;
+  uint oi = o_base() + i * p.ldo + column;
   for (uint c = 0; c < quads; ++c) {
     vec4 out4 = acc[c] * inv;
     o[oi + 4 * c] = ELEMENT(out4.x);

@@ -3,7 +3,8 @@
 // nn.ConvTranspose2d(kernel_size=2, stride=2) on channels-last maps, as
 // kernels/conv_transpose.h: x [H, W, Cin], weight in PyTorch's [Cin, Cout, 2, 2]
 // layout, bias [Cout] -> y [2H, 2W, Cout], plus the same pixel of `add` when
-// has_add (the mask decoder's high-resolution features, in the same pass). Each
+// has_add (the mask decoder's high-resolution features, in the same pass; of a
+// batch's maps stacked along H, each gets the one addend map of add_count values). Each
 // output pixel has exactly one input pixel: one invocation per output value,
 // sequential fp32 sum over the input channels, then bias, then the addend.
 layout(local_size_x = 64) in;
@@ -18,6 +19,7 @@ layout(push_constant) uniform Push {
   uint count;  // 2H * 2W * Cout
   uint width, in_channels, out_channels, has_add;
   uint x_base, w_base, b_base, add_base, y_base;
+  uint add_count;  // values of one addend map: count, or a stacked map's
 } p;
 
 void main() {
@@ -31,6 +33,6 @@ void main() {
   float acc = 0.0;
   for (uint c = 0; c < p.in_channels; ++c) acc += float(x[xi + c]) * float(w[wi + c * w_stride]);
   acc += float(b[p.b_base + o]);
-  if (p.has_add != 0) acc += float(addend[p.add_base + i]);
+  if (p.has_add != 0) acc += float(addend[p.add_base + i % p.add_count]);
   y[p.y_base + i] = ELEMENT(acc);
 }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +98,58 @@ inline DecoderErrors expect_micro_goldens(
     expect_scores(scalar(out.object_score_logit), scalar(reference.object_score_logit));
   }
   return worst;
+}
+
+// The sparse embeddings of `count` micro prompts of one token count (three:
+// two points and the padding point, or a box's corners and the padding point),
+// points and boxes in turn over the image.
+inline std::vector<Tensor> micro_batch_sparse(int count) {
+  const DecoderCase& c = micro_decoder_case();
+  const PromptEncoder prompt_encoder(c.config, c.weights);
+  std::vector<Tensor> sparse;
+  for (int i = 0; i < count; ++i) {
+    const float x = static_cast<float>(c.orig_w) * (0.1f + 0.8f * static_cast<float>(i) / static_cast<float>(count));
+    const float y = static_cast<float>(c.orig_h) * (0.9f - 0.7f * static_cast<float>(i) / static_cast<float>(count));
+    Prompt prompt;
+    if (i % 2 == 0) {
+      prompt.points = {{x, y, 1}, {0.5f * x, 0.5f * y, 0}};
+    } else {
+      prompt.box = std::array<float, 4>{x * 0.5f, y * 0.5f, x, y};
+    }
+    sparse.push_back(prompt_encoder.embed_sparse(prompt, c.orig_w, c.orig_h));
+  }
+  return sparse;
+}
+
+// How far predict_masks_batch's results lie from each prompt decoded alone:
+// the largest absolute differences of the logits and of the scores (IoUs,
+// object score), and whether every bit is equal.
+struct BatchDifference {
+  double logit = 0, score = 0;
+  bool bit_for_bit = true;
+};
+
+inline BatchDifference batch_against_each_alone(const DeviceMaskDecoder& decoder,
+                                                const DeviceDecoderFeatures& features,
+                                                const std::vector<MaskDecoderOutput>& batched,
+                                                const std::vector<Tensor>& sparse) {
+  BatchDifference difference;
+  EXPECT_EQ(batched.size(), sparse.size());
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
+  };
+  for (size_t i = 0; i < std::min(batched.size(), sparse.size()); ++i) {
+    const MaskDecoderOutput alone = decoder.predict_masks(features, sparse[i]);
+    const Tensor batched_score = vector_tensor({batched[i].object_score_logit});
+    const Tensor alone_score = vector_tensor({alone.object_score_logit});
+    difference.logit = std::max(difference.logit, max_abs_error(batched[i].masks, alone.masks));
+    difference.score = std::max({difference.score, max_abs_error(batched[i].iou, alone.iou),
+                                 max_abs_error(batched_score, alone_score)});
+    difference.bit_for_bit = difference.bit_for_bit && same_bits(batched[i].masks, alone.masks) &&
+                             same_bits(batched[i].iou, alone.iou) && same_bits(batched_score, alone_score);
+  }
+  return difference;
 }
 
 }  // namespace sam2rt::testing

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "backends/cpu_backend.h"
 #include "core/error.h"
@@ -21,6 +23,26 @@ TEST(DeviceMaskDecoderMicro, OnTheCpuBackendMatchesGoldens) {
   const auto decoder = micro_decoder(backend);
   EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*backend, micro_decoder_case().features)).runs, 10);
   EXPECT_GT(decoder->last_ops().ops, 0);
+}
+
+// A batch on the CPU backend: each prompt as decoded alone within the decoder
+// goldens' tolerances (not bit for bit: the CPU's GEMMs may block a batch's
+// rows differently); prompts of different token counts are refused.
+TEST(DeviceMaskDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
+  const auto backend = std::make_shared<CpuBackend>();
+  const auto decoder = micro_decoder(backend);
+  const DeviceDecoderFeatures features = upload_decoder_features(*backend, micro_decoder_case().features);
+  EXPECT_EQ(decoder->max_prompts_per_batch(), DeviceMaskDecoder::kMaxPromptsPerBatch);
+  const std::vector<Tensor> sparse = micro_batch_sparse(5);
+  const BatchDifference difference =
+      batch_against_each_alone(*decoder, features, decoder->predict_masks_batch(features, sparse), sparse);
+  EXPECT_LE(difference.logit, kDeviceDecoderLogitTolerance);
+  EXPECT_LE(difference.score, kDeviceDecoderScoreTolerance);
+  std::printf("  cpu backend: batch against alone: logits %.3g, scores %.3g, bit for bit %d\n", difference.logit,
+              difference.score, difference.bit_for_bit ? 1 : 0);
+  const Tensor four_tokens({1, 4, micro_decoder_case().config.embed_dim()});
+  EXPECT_THROW(decoder->predict_masks_batch(features, {sparse.front(), four_tokens}), Error);
+  EXPECT_TRUE(decoder->predict_masks_batch(features, {}).empty());
 }
 
 TEST(DeviceMaskDecoderMicro, RefusesFeaturesOfAnotherShape) {

@@ -154,6 +154,20 @@ TEST(CliVulkan, BenchCountsTheDecoderOpsOnTheDevice) {
   EXPECT_EQ(report.at("downloads_per_image"), 0) << report.dump();
   EXPECT_EQ(report.at("decoder_uploads_per_prompt"), 1) << report.dump();
   EXPECT_EQ(report.at("decoder_downloads_per_prompt"), 1) << report.dump();
+  // The batch of 2 grid points (one token count) is one program run.
+  EXPECT_NE(result.out.find("per batch of 2 prompts 1 submission(s), 1 upload(s), 1 download(s) (at most 64 prompts "
+                            "per submission; the last program "),
+            std::string::npos)
+      << result.out;
+  // The one-prompt program's count; the batch's has a hypernetwork GEMM per prompt more.
+  EXPECT_EQ(report.at("decoder_batch_program_dispatches").get<int>(),
+            report.at("decoder_device_dispatches").get<int>() + 1)
+      << report.dump();
+  EXPECT_EQ(report.at("decoder_batch_prompts"), 2) << report.dump();
+  EXPECT_EQ(report.at("decoder_batch_submissions"), 1) << report.dump();
+  EXPECT_EQ(report.at("decoder_batch_uploads"), 1) << report.dump();
+  EXPECT_EQ(report.at("decoder_batch_downloads"), 1) << report.dump();
+  EXPECT_EQ(report.at("decoder_max_prompts_per_submission"), 64) << report.dump();
 }
 
 TEST(CliVulkan, SegmentMeetsTheMicroGolden) {

@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "backends/vulkan/vulkan_backend.h"
 #include "device_mask_decoder_goldens.h"
+#include "model/prompt_encoder.h"
 #include "model/sam_heads.h"
 #include "tiny_decoder_case.h"
 #include "vulkan_test_context.h"
@@ -113,6 +115,103 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
                           sizeof(float) * one.low_res_masks.numel()),
               0);
     EXPECT_EQ(decoded[i].all_iou, one.all_iou);
+  }
+}
+
+// Five prompts of one token count (point pairs and boxes) in one program: one
+// submission, one upload (their tokens) and one download (their outputs);
+// each prompt's outputs are its own decode's bit for bit (the same ops per
+// row), with the kernels of this device and with the tiled ones GPUs get.
+TEST_F(VulkanMaskDecoderMicro, ABatchIsOneSubmissionAndEachPromptAloneBitForBit) {
+  for (const bool tiled : {false, true}) {
+    SCOPED_TRACE(tiled ? "tiled kernels" : "this device's kernels");
+    const auto device = backend(0, tiled);
+    const auto decoder = micro_decoder(device);
+    const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
+    ASSERT_GE(decoder->max_prompts_per_batch(), 5);
+    const std::vector<Tensor> sparse = micro_batch_sparse(5);
+    decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
+    for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
+      const TransferCounts before = device->transfers();
+      const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
+      const TransferCounts after = device->transfers();
+      EXPECT_EQ(after.submissions - before.submissions, 1);
+      EXPECT_EQ(after.uploads - before.uploads, 1);
+      EXPECT_EQ(after.downloads - before.downloads, 1);
+      EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+    }
+  }
+}
+
+// A batch larger than the program's cap (bindings capped to 70000 floats, of
+// which micro's largest tensor per prompt, its packed outputs of 16389 values,
+// fits 4 times; its largest weight, 65536 values, still fits) is split into
+// near-equal batches (3 and 2 prompts, a program each), each one submission,
+// upload and download; every prompt is still its own decode.
+TEST_F(VulkanMaskDecoderMicro, ABatchAboveTheCapIsSplitAndEachPromptAloneBitForBit) {
+  const auto device = backend(4 * 70000 + 256);
+  const auto decoder = micro_decoder(device);
+  ASSERT_EQ(decoder->max_prompts_per_batch(), 4);
+  const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
+  const std::vector<Tensor> sparse = micro_batch_sparse(5);
+  decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
+  const TransferCounts before = device->transfers();
+  const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
+  const TransferCounts after = device->transfers();
+  EXPECT_EQ(after.submissions - before.submissions, 2);
+  EXPECT_EQ(after.uploads - before.uploads, 2);
+  EXPECT_EQ(after.downloads - before.downloads, 2);
+  EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+}
+
+// SamHeads on the device: predict_batch and predict_batch_low_res (what
+// everything uses) decode the golden prompts without mask input, twice over,
+// in one batch per token count, each prediction the one predict() makes bit
+// for bit.
+TEST_F(VulkanMaskDecoderMicro, SamHeadsBatchPromptsOfEachTokenCountOnTheDevice) {
+  const DecoderCase& c = micro_decoder_case();
+  const auto device = backend();
+  const SamHeads heads(c.config, c.weights, device);
+  const HeadsImage image = heads.prepare_image(upload_decoder_features(*device, c.features));
+  std::vector<Prompt> prompts;
+  for (const GoldenPrompt& g : c.prompts) {
+    if (g.prompt.mask_input.empty()) prompts.push_back(g.prompt);
+  }
+  ASSERT_EQ(prompts.size(), 4u);
+  const std::vector<Prompt> goldens = prompts;
+  prompts.insert(prompts.end(), goldens.begin(), goldens.end());
+  const PromptEncoder prompt_encoder(c.config, c.weights);
+  std::set<int64_t> token_counts;
+  for (const Prompt& p : prompts) token_counts.insert(prompt_encoder.embed_sparse(p, c.orig_w, c.orig_h).dim(1));
+  ASSERT_GE(token_counts.size(), 2u);
+  const auto batches = static_cast<int64_t>(token_counts.size());
+  heads.predict(image, prompts.front(), true, c.orig_w, c.orig_h);  // copies the features into the decoder's tensors
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
+  };
+  for (const bool low_res : {false, true}) {
+    SCOPED_TRACE(low_res ? "predict_batch_low_res" : "predict_batch");
+    const TransferCounts before = device->transfers();
+    const std::vector<MaskPrediction> batched =
+        low_res ? heads.predict_batch_low_res(image, prompts, true, c.orig_w, c.orig_h)
+                : heads.predict_batch(image, prompts, true, c.orig_w, c.orig_h);
+    const TransferCounts after = device->transfers();
+    EXPECT_EQ(after.submissions - before.submissions, batches);
+    EXPECT_EQ(after.uploads - before.uploads, batches);
+    EXPECT_EQ(after.downloads - before.downloads, batches);
+    ASSERT_EQ(batched.size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("prompt " + std::to_string(i));
+      const MaskPrediction one = heads.predict(image, prompts[i], true, c.orig_w, c.orig_h);
+      EXPECT_TRUE(same_bits(batched[i].all_low_res_logits, one.all_low_res_logits));
+      EXPECT_EQ(batched[i].all_iou, one.all_iou);
+      EXPECT_EQ(batched[i].object_score_logit, one.object_score_logit);
+      EXPECT_EQ(batched[i].token_indices, one.token_indices);
+      if (!low_res) {
+        EXPECT_TRUE(same_bits(batched[i].masks, one.masks));
+      }
+    }
   }
 }
 

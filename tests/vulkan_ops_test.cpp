@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "backends/vulkan/command_recorder.h"
@@ -324,6 +327,70 @@ TEST_F(VulkanOpsTest, AttentionWithNarrowHeadsMatchesTheCpu) {
   }
 }
 
+// A batch of attentions in one dispatch (the mask decoder's prompts: dispatch
+// z) is each batch's attention alone, bit for bit: with per-batch queries
+// against shared keys and values (tokens against one image), shared queries
+// against per-batch ones (an image's queries against each prompt's tokens), on
+// the scalar kernel (head dimension 2), the barrier-free and the tiled one
+// (16), and on a CPU device through the scores (1100 keys).
+TEST_F(VulkanOpsTest, BatchedAttentionIsEachBatchAloneBitForBit) {
+  struct BatchCase {
+    int64_t nq, nk, heads, head_dim;
+    bool shared_q, shared_kv, tiled;
+  };
+  const int64_t batches = 3;
+  const std::vector<BatchCase> cases = {
+      {7, 64, 8, 2, false, true, false},  {64, 7, 8, 2, true, false, false},  {9, 70, 4, 16, false, true, false},
+      {70, 9, 4, 16, true, false, false}, {9, 70, 4, 16, false, false, true}, {5, 1100, 2, 16, false, true, false}};
+  for (const BatchCase& c : cases) {
+    SCOPED_TRACE(std::to_string(c.nq) + " queries, " + std::to_string(c.nk) + " keys, head dimension " +
+                 std::to_string(c.head_dim) + (c.tiled ? ", tiled" : ""));
+    VulkanContextOptions options;
+    options.force_tiled_kernels = c.tiled;
+    reopen(options);
+    const int64_t width = c.heads * c.head_dim;
+    const int64_t q_batches = c.shared_q ? 1 : batches, kv_batches = c.shared_kv ? 1 : batches;
+    const Tensor q = random_tensor({q_batches * c.nq, width}, 45, 2.0f);
+    const Tensor k = random_tensor({kv_batches * c.nk, width}, 46, 2.0f);
+    const Tensor v = random_tensor({kv_batches * c.nk, width}, 47);
+    const DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v), dscores = zeros(c.nq * c.nk);
+    auto attention_of = [&](int64_t first_batch, int64_t count, const DeviceBuffer& out) {
+      auto from = [](const DeviceBuffer& buffer, int64_t offset) {
+        DeviceElements e = all_elements(buffer);
+        e.offset += static_cast<uint64_t>(offset);
+        e.count -= static_cast<uint64_t>(offset);
+        return e;
+      };
+      const int64_t q_stride = c.shared_q ? 0 : c.nq * width, kv_stride = c.shared_kv ? 0 : c.nk * width;
+      DeviceAttention device;
+      device.nq = c.nq;
+      device.nk = c.nk;
+      device.heads = c.heads;
+      device.head_dim = c.head_dim;
+      device.q = from(dq, first_batch * q_stride);
+      device.k = from(dk, first_batch * kv_stride);
+      device.v = from(dv, first_batch * kv_stride);
+      device.out = from(out, first_batch * c.nq * width);
+      device.ldq = device.ldk = device.ldv = device.ldo = width;
+      device.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+      device.scores = all_elements(dscores);
+      device.batches = count;
+      device.q_batch = q_stride;
+      device.k_batch = device.v_batch = kv_stride;
+      device.o_batch = c.nq * width;
+      return device;
+    };
+    const DeviceBuffer together = zeros(batches * c.nq * width), alone = zeros(batches * c.nq * width);
+    CommandRecorder recorder(context());
+    ops().attention(recorder, attention_of(0, batches, together));
+    for (int64_t b = 0; b < batches; ++b) ops().attention(recorder, attention_of(b, 1, alone));
+    recorder.submit();
+    const Tensor batched = download(together, {batches * c.nq, width}), each = download(alone, {batches * c.nq, width});
+    EXPECT_EQ(std::memcmp(batched.data(), each.data(), sizeof(float) * static_cast<size_t>(each.numel())), 0);
+    EXPECT_TRUE(std::any_of(each.begin(), each.end(), [](float value) { return value != 0.0f; }));
+  }
+}
+
 struct WindowCase {
   int64_t height, width, window, heads;
   bool q_pool;
@@ -502,6 +569,54 @@ TEST_F(VulkanOpsTest, ConvTranspose2x2MatchesTheCpu) {
     recorder.submit();
     EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 2e-6) << "skip " << with_skip;
   }
+}
+
+// The upscaling of a batch: maps stacked along the height, each plus the same
+// addend map, are each map's transposed conv alone, bit for bit.
+TEST_F(VulkanOpsTest, ConvTranspose2x2OfStackedMapsAddsOneMapToEach) {
+  const int64_t maps = 3, height = 3, width = 5, in_channels = 12, out_channels = 7;
+  const int64_t map_out = 4 * height * width * out_channels;
+  const Tensor x = random_tensor({maps * height, width, in_channels}, 115);
+  const Tensor weight = random_tensor({in_channels, out_channels, 2, 2}, 116, 0.3f);
+  const Tensor bias = random_tensor({out_channels}, 117);
+  const Tensor skip = random_tensor({2 * height, 2 * width, out_channels}, 118);
+  const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dskip = upload(skip);
+  const DeviceBuffer together = zeros(maps * map_out), alone = zeros(maps * map_out);
+  CommandRecorder recorder(context());
+  ops().conv_transpose2x2(recorder, all_elements(dx), maps * height, width, in_channels, all_elements(dw),
+                          all_elements(db), out_channels, all_elements(dskip), all_elements(together), map_out);
+  for (int64_t m = 0; m < maps; ++m) {
+    const DeviceElements map_x{&dx, static_cast<uint64_t>(m * height * width * in_channels),
+                               static_cast<uint64_t>(height * width * in_channels)};
+    const DeviceElements map_y{&alone, static_cast<uint64_t>(m * map_out), static_cast<uint64_t>(map_out)};
+    ops().conv_transpose2x2(recorder, map_x, height, width, in_channels, all_elements(dw), all_elements(db),
+                            out_channels, all_elements(dskip), map_y);
+  }
+  // An addend that is not whole output maps is refused.
+  EXPECT_THROW(ops().conv_transpose2x2(recorder, all_elements(dx), maps * height, width, in_channels,
+                                       all_elements(dw), all_elements(db), out_channels, all_elements(dskip),
+                                       all_elements(together), map_out - 1),
+               Error);
+  recorder.submit();
+  const Tensor batched = download(together, {maps * map_out}), each = download(alone, {maps * map_out});
+  EXPECT_EQ(std::memcmp(batched.data(), each.data(), sizeof(float) * static_cast<size_t>(each.numel())), 0);
+}
+
+// Rows gathered from every prompt of a batch and scattered back.
+TEST_F(VulkanOpsTest, CopyRowsGathersAndScattersStridedRows) {
+  const int64_t rows = 5, width = 3, x_stride = 7, y_stride = 4;
+  const Tensor x = random_tensor({rows * x_stride}, 119);
+  const DeviceBuffer dx = upload(x), dy = zeros(rows * y_stride);
+  CommandRecorder recorder(context());
+  const DeviceElements from{&dx, 2, static_cast<uint64_t>(rows * x_stride - 2)};
+  const DeviceElements to{&dy, 1, static_cast<uint64_t>(rows * y_stride - 1)};
+  ops().copy_rows(recorder, from, x_stride, to, y_stride, width, rows);
+  recorder.submit();
+  Tensor expected({rows * y_stride});
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < width; ++i) expected[1 + r * y_stride + i] = x[2 + r * x_stride + i];
+  }
+  EXPECT_EQ(scaled_max_error(download(dy, {rows * y_stride}), expected), 0.0);
 }
 
 TEST_F(VulkanOpsTest, StandaloneGeluAndSigmoidMatchTheCpu) {

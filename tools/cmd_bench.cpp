@@ -219,13 +219,19 @@ struct BenchCommand {
     const TransferCounts after_image = backend.transfers();
     if (!encoder_only) predictor.predict(prompts.front(), true);
     const TransferCounts after_prompt = backend.transfers();
-    const TransferCounts image_transfers{after_image.uploads - before_image.uploads,
-                                         after_image.downloads - before_image.downloads};
-    const TransferCounts prompt_transfers{after_prompt.uploads - after_image.uploads,
-                                          after_prompt.downloads - after_image.downloads};
-    // Of the last decode (a one-point prompt of the batch).
-    const bool decoder_on_device = loaded->heads().decodes_on_device();
+    // Of that decode (a one-point prompt of the batch), then of the batch's last program.
     const ProgramStats decoder_ops = loaded->heads().device_decoder_ops();
+    if (!encoder_only) predictor.predict_batch(prompts, true);
+    const TransferCounts after_batch = backend.transfers();
+    const ProgramStats batch_ops = loaded->heads().device_decoder_ops();
+    auto between = [](const TransferCounts& from, const TransferCounts& to) {
+      return TransferCounts{to.uploads - from.uploads, to.downloads - from.downloads,
+                            to.submissions - from.submissions};
+    };
+    const TransferCounts image_transfers = between(before_image, after_image);
+    const TransferCounts prompt_transfers = between(after_image, after_prompt);
+    const TransferCounts batch_transfers = between(after_prompt, after_batch);
+    const bool decoder_on_device = loaded->heads().decodes_on_device();
     TimingStats everything_stats;
     size_t everything_masks = 0;
     if (everything_runs > 0) {
@@ -299,6 +305,14 @@ struct BenchCommand {
                     static_cast<long long>(prompt_transfers.downloads));
       }
       std::printf("\n");
+      if (!encoder_only && decoder_on_device) {
+        std::printf("                per batch of %d prompts %lld submission(s), %lld upload(s), %lld download(s) "
+                    "(at most %lld prompts per submission; the last program %lld dispatches)\n",
+                    batch, static_cast<long long>(batch_transfers.submissions),
+                    static_cast<long long>(batch_transfers.uploads), static_cast<long long>(batch_transfers.downloads),
+                    static_cast<long long>(loaded->heads().device_decoder_max_batch()),
+                    static_cast<long long>(batch_ops.dispatches));
+      }
     }
     std::printf("peak RSS        %.0f MB\n", rss);
     const nlohmann::json fidelity =
@@ -345,6 +359,14 @@ struct BenchCommand {
         if (!encoder_only) {
           report["decoder_uploads_per_prompt"] = prompt_transfers.uploads;
           report["decoder_downloads_per_prompt"] = prompt_transfers.downloads;
+          if (decoder_on_device) {
+            report["decoder_batch_prompts"] = batch;
+            report["decoder_batch_submissions"] = batch_transfers.submissions;
+            report["decoder_batch_uploads"] = batch_transfers.uploads;
+            report["decoder_batch_downloads"] = batch_transfers.downloads;
+            report["decoder_max_prompts_per_submission"] = loaded->heads().device_decoder_max_batch();
+            report["decoder_batch_program_dispatches"] = batch_ops.dispatches;
+          }
         }
         report["upload_ms"] = to_json(summarize(upload_samples));
         report["device_encode_ms"] = to_json(summarize(device_samples));

@@ -28,6 +28,11 @@ struct AttentionOperands {
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   float scale = 1.0f;
   bool bf16_products = false;
+  // `batches` independent attentions of these shapes (the mask decoder's prompts
+  // of one batch): batch i reads q, k and v and writes out i * *_batch_stride
+  // elements further on. A stride of 0 is an operand every batch shares.
+  int64_t batches = 1;
+  int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, o_batch_stride = 0;
 };
 
 // What one recorded program holds (bench reports it).
@@ -38,12 +43,14 @@ struct ProgramStats {
 };
 
 // Copies of activations between the host and a device backend's memory
-// (bench reports them per image and per prompt): uploads are write() and
-// input(), downloads are download(). What is made resident at load (constants,
-// Linear weights) is not counted.
+// (bench reports them per image, per prompt and per batch of prompts): uploads
+// are write() and input(), downloads are download(). What is made resident at
+// load (constants, Linear weights) is not counted. Submissions are the
+// programs run (each one submission to the device and a wait for it).
 struct TransferCounts {
   int64_t uploads = 0;
   int64_t downloads = 0;
+  int64_t submissions = 0;
 };
 
 // A recorded sequence of ops a device backend replays (docs/BACKENDS.md).
@@ -74,6 +81,9 @@ class Backend {
   virtual int64_t ops_called() const = 0;
   // Transfers since the backend was made; none on the CPU, whose tensors are host memory.
   virtual TransferCounts transfers() const = 0;
+  // The most elements of one tensor every op may take whole (a device's
+  // storage-buffer binding range; Linear layers split their rows themselves).
+  virtual int64_t max_whole_tensor_elements() const = 0;
 
   // Constants: made resident once (model load), kept while a handle lives.
   virtual DeviceTensor constant(const Tensor& value) = 0;
@@ -119,14 +129,18 @@ class Backend {
   // The mask decoder's own ops (docs/BACKENDS.md; the Linear layers, LayerNorms
   // and attentions use the ones above).
   // y [rows, n] = x [rows, k] w^T for x and w [n, k] any tensors (no bias): the
-  // hypernetwork outputs against the upscaled map.
-  virtual void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) = 0;
+  // hypernetwork outputs against the upscaled map. With batches > 1, x, w and y
+  // are each `batches` equal consecutive blocks, block i of y the product of
+  // block i of x and of w (the prompts of a batch).
+  virtual void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y, int64_t batches) = 0;
   // nn.ConvTranspose2d(kernel 2, stride 2) on channels-last maps: x [H, W, Cin],
   // weight [Cin, Cout, 2, 2] (PyTorch layout), bias [Cout] -> y [2H, 2W, Cout],
-  // plus `add` (y's shape) unless it is empty.
+  // plus `add` unless it is empty: y's shape, or one map of n stacked along H
+  // (x [n * h, W, Cin], a batch's maps), which each of them gets.
   virtual void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
                                  const DeviceTensor& add, DeviceTensor& y) = 0;
-  // y = a + b, elementwise over tensors of one size (y may be a or b).
+  // y[i] = a[i] + b[i % b.numel()] (y may be a or b; a's size a multiple of
+  // b's: one tensor added to each of a batch's).
   virtual void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) = 0;
   // In place: the exact (erf) GELU; the sigmoid.
   virtual void gelu(DeviceTensor& x) = 0;
@@ -135,6 +149,10 @@ class Backend {
   // tensors): rows out of or into a larger tensor.
   virtual void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
                              int64_t count) = 0;
+  // y[y_offset + r * y_stride + i] = x[x_offset + r * x_stride + i] for r <
+  // rows, i < width: the same rows of each prompt of a batch gathered or scattered.
+  virtual void copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y,
+                         int64_t y_offset, int64_t y_stride, int64_t width, int64_t rows) = 0;
 
   // Recording (device backends only; Error on the CPU).
   virtual void begin_program() = 0;

@@ -177,22 +177,25 @@ void CpuBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, con
 
 void CpuBackend::attention(const AttentionOperands& operands) {
   ++ops_;
-  AttentionArgs args;
-  args.nq = operands.nq;
-  args.nk = operands.nk;
-  args.heads = operands.heads;
-  args.head_dim = operands.head_dim;
-  args.q = f32_data(operands.q) + operands.q_offset;
-  args.ldq = operands.ldq;
-  args.k = f32_data(operands.k) + operands.k_offset;
-  args.ldk = operands.ldk;
-  args.v = f32_data(operands.v) + operands.v_offset;
-  args.ldv = operands.ldv;
-  args.out = f32_data(operands.out);
-  args.ldo = operands.ldo;
-  args.scale = operands.scale;
-  args.bf16_products = operands.bf16_products;
-  sam2rt::attention(args);
+  if (operands.batches < 1) throw Error("cpu backend: attention needs at least one batch");
+  for (int64_t i = 0; i < operands.batches; ++i) {
+    AttentionArgs args;
+    args.nq = operands.nq;
+    args.nk = operands.nk;
+    args.heads = operands.heads;
+    args.head_dim = operands.head_dim;
+    args.q = f32_data(operands.q) + operands.q_offset + i * operands.q_batch_stride;
+    args.ldq = operands.ldq;
+    args.k = f32_data(operands.k) + operands.k_offset + i * operands.k_batch_stride;
+    args.ldk = operands.ldk;
+    args.v = f32_data(operands.v) + operands.v_offset + i * operands.v_batch_stride;
+    args.ldv = operands.ldv;
+    args.out = f32_data(operands.out) + i * operands.o_batch_stride;
+    args.ldo = operands.ldo;
+    args.scale = operands.scale;
+    args.bf16_products = operands.bf16_products;
+    sam2rt::attention(args);
+  }
 }
 
 void CpuBackend::max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) {
@@ -227,35 +230,52 @@ void CpuBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
   hwc_to_nchw_into(f32(x), nchw);
 }
 
-void CpuBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) {
+void CpuBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y,
+                                   int64_t batches) {
   ++ops_;
-  const int64_t k = w.dim(-1), n = w.numel() / k, rows = x.numel() / k;
-  if (x.numel() != rows * k || y.numel() != rows * n) {
+  const int64_t k = w.dim(-1), n = batches > 0 ? w.numel() / k / batches : 0,
+                rows = batches > 0 ? x.numel() / k / batches : 0;
+  if (batches < 1 || x.numel() != batches * rows * k || w.numel() != batches * n * k ||
+      y.numel() != batches * rows * n) {
     throw Error("cpu backend: matmul_transposed: " + shape_to_string(x.shape()) + " x " +
-                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match");
+                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match in " +
+                std::to_string(batches) + " batches");
   }
-  gemm({.m = rows, .n = n, .k = k, .a = f32_data(x), .lda = k, .b = f32_data(w), .ldb = k, .b_transposed = true,
-        .c = f32_data(y), .ldc = n});
+  for (int64_t i = 0; i < batches; ++i) {
+    gemm({.m = rows, .n = n, .k = k, .a = f32_data(x) + i * rows * k, .lda = k, .b = f32_data(w) + i * n * k,
+          .ldb = k, .b_transposed = true, .c = f32_data(y) + i * rows * n, .ldc = n});
+  }
 }
 
 void CpuBackend::conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
                                    const DeviceTensor& add, DeviceTensor& y) {
   ++ops_;
+  const int64_t maps = add.empty() ? 1 : y.numel() / std::max<int64_t>(add.numel(), 1);
   if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(2) != 2 || weight.dim(3) != 2 ||
-      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} || (!add.empty() && add.numel() != y.numel())) {
+      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} ||
+      (!add.empty() && (maps < 1 || maps * add.numel() != y.numel() || x.dim(0) % maps != 0))) {
     throw Error("cpu backend: conv_transpose2x2: x " + shape_to_string(x.shape()) + ", weight " +
                 shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
   }
   const Tensor taps = pack_conv_transpose_2x2_taps(f32(weight));
-  std::vector<float> scratch(static_cast<size_t>(x.dim(0) * x.dim(1) * taps.dim(1)));
-  conv_transpose_2x2_stride2_hwc(f32_data(x), x.dim(0), x.dim(1), x.dim(2), taps, f32(bias), f32_data(y),
-                                 scratch.data(), add.empty() ? nullptr : f32_data(add));
+  // Each stacked map with the addend (a transposed conv reads only its own input pixel).
+  const int64_t height = x.dim(0) / maps, x_map = height * x.dim(1) * x.dim(2), y_map = y.numel() / maps;
+  std::vector<float> scratch(static_cast<size_t>(height * x.dim(1) * taps.dim(1)));
+  for (int64_t i = 0; i < maps; ++i) {
+    conv_transpose_2x2_stride2_hwc(f32_data(x) + i * x_map, height, x.dim(1), x.dim(2), taps, f32(bias),
+                                   f32_data(y) + i * y_map, scratch.data(), add.empty() ? nullptr : f32_data(add));
+  }
 }
 
 void CpuBackend::add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) {
   ++ops_;
-  if (a.numel() != b.numel() || y.numel() != a.numel()) throw Error("cpu backend: add of tensors of different sizes");
-  sam2rt::add_rows(f32_data(a), f32_data(b), a.numel(), f32_data(y));
+  if (b.numel() < 1 || a.numel() % b.numel() != 0 || y.numel() != a.numel()) {
+    throw Error("cpu backend: add of " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) +
+                ": the first is not whole copies of the second");
+  }
+  for (int64_t first = 0; first < a.numel(); first += b.numel()) {
+    sam2rt::add_rows(f32_data(a) + first, f32_data(b), b.numel(), f32_data(y) + first);
+  }
 }
 
 void CpuBackend::gelu(DeviceTensor& x) {
@@ -276,6 +296,20 @@ void CpuBackend::copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTe
     throw Error("cpu backend: copy_elements outside its tensors");
   }
   std::copy_n(f32_data(x) + x_offset, count, f32_data(y) + y_offset);
+}
+
+void CpuBackend::copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y,
+                           int64_t y_offset, int64_t y_stride, int64_t width, int64_t rows) {
+  ++ops_;
+  auto inside = [&](const DeviceTensor& t, int64_t offset, int64_t stride) {
+    return offset >= 0 && stride >= 0 && (rows - 1) * stride + offset + width <= t.numel();
+  };
+  if (width < 1 || rows < 1 || !inside(x, x_offset, x_stride) || !inside(y, y_offset, y_stride)) {
+    throw Error("cpu backend: copy_rows outside its tensors");
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(f32_data(x) + x_offset + r * x_stride, width, f32_data(y) + y_offset + r * y_stride);
+  }
 }
 
 void CpuBackend::begin_program() { throw Error("cpu backend: runs each op when called, it records no program"); }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "backends/backend.h"
@@ -20,6 +21,7 @@ class CpuBackend final : public Backend {
   bool records() const override { return false; }
   int64_t ops_called() const override { return ops_.load(); }
   TransferCounts transfers() const override { return {}; }
+  int64_t max_whole_tensor_elements() const override { return INT64_MAX; }
 
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;
@@ -48,7 +50,7 @@ class CpuBackend final : public Backend {
   void copy(const DeviceTensor& x, DeviceTensor& y) override;
   void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) override;
 
-  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) override;
+  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y, int64_t batches) override;
   void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
                          const DeviceTensor& add, DeviceTensor& y) override;
   void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) override;
@@ -56,6 +58,8 @@ class CpuBackend final : public Backend {
   void sigmoid(DeviceTensor& x) override;
   void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
                      int64_t count) override;
+  void copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y, int64_t y_offset,
+                 int64_t y_stride, int64_t width, int64_t rows) override;
 
   void begin_program() override;
   std::shared_ptr<Program> end_program() override;

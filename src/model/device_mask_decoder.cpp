@@ -45,15 +45,30 @@ struct DeviceMaskDecoder::Attention {
     }
   }
 
-  // q [nq, C], k and v [nk, C] -> [nq, C].
+  // For each of `prompts` prompts, its queries [nq, C] against its keys and
+  // values [nk, C] -> [prompts * nq, C]. Each input holds every prompt's rows
+  // (prompts * rows) or one set all prompts share (rows): that one's projection
+  // is computed once and the attention reads it for every prompt.
   DeviceTensor operator()(Backend& backend, const DeviceTensor& q_in, const DeviceTensor& k_in,
-                          const DeviceTensor& v_in) const {
-    const int64_t nq = q_in.dim(0), nk = k_in.dim(0), width = q_proj.out_features, head_dim = width / heads;
-    DeviceTensor q = backend.tensor({nq, width}), k = backend.tensor({nk, width}), v = backend.tensor({nk, width});
-    backend.linear_forward(q_proj, q_in, nq, q, Epilogue::none);
-    backend.linear_forward(k_proj, k_in, nk, k, Epilogue::none);
-    backend.linear_forward(v_proj, v_in, nk, v, Epilogue::none);
-    DeviceTensor mixed = backend.tensor({nq, width});
+                          const DeviceTensor& v_in, int64_t prompts, int64_t nq, int64_t nk) const {
+    const int64_t width = q_proj.out_features, head_dim = width / heads;
+    auto per_prompt_stride = [&](const DeviceTensor& x, int64_t rows, const char* name) -> int64_t {
+      if (x.dim(0) == rows) return 0;
+      if (x.dim(0) != prompts * rows) {
+        throw Error(std::string("device mask decoder: attention ") + name + " has " + std::to_string(x.dim(0)) +
+                    " rows, not " + std::to_string(rows) + " or " + std::to_string(prompts) + " x " +
+                    std::to_string(rows));
+      }
+      return rows * width;
+    };
+    const int64_t q_stride = per_prompt_stride(q_in, nq, "q"), k_stride = per_prompt_stride(k_in, nk, "k"),
+                  v_stride = per_prompt_stride(v_in, nk, "v");
+    DeviceTensor q = backend.tensor({q_in.dim(0), width}), k = backend.tensor({k_in.dim(0), width}),
+                 v = backend.tensor({v_in.dim(0), width});
+    backend.linear_forward(q_proj, q_in, q_in.dim(0), q, Epilogue::none);
+    backend.linear_forward(k_proj, k_in, k_in.dim(0), k, Epilogue::none);
+    backend.linear_forward(v_proj, v_in, v_in.dim(0), v, Epilogue::none);
+    DeviceTensor mixed = backend.tensor({prompts * nq, width});
     backend.attention({.nq = nq,
                        .nk = nk,
                        .heads = heads,
@@ -66,9 +81,14 @@ struct DeviceMaskDecoder::Attention {
                        .ldk = width,
                        .ldv = width,
                        .ldo = width,
-                       .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
-    DeviceTensor out = backend.tensor({nq, out_proj.out_features});
-    backend.linear_forward(out_proj, mixed, nq, out, Epilogue::none);
+                       .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))),
+                       .batches = prompts,
+                       .q_batch_stride = q_stride,
+                       .k_batch_stride = k_stride,
+                       .v_batch_stride = v_stride,
+                       .o_batch_stride = nq * width});
+    DeviceTensor out = backend.tensor({prompts * nq, out_proj.out_features});
+    backend.linear_forward(out_proj, mixed, prompts * nq, out, Epilogue::none);
     return out;
   }
 };
@@ -224,105 +244,129 @@ Tensor DeviceMaskDecoder::tokens(const Tensor& sparse) const {
 
 void DeviceMaskDecoder::forward(Decode& decode) const {
   Backend& b = *backend_;
-  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size(), pixels = e * e;
+  const int64_t prompts = decode.prompts;
   const DeviceTensor& query_pe = decode.tokens;
-  const int64_t t = query_pe.dim(0);
+  const int64_t t = query_pe.dim(0) / prompts;  // tokens per prompt
+  // x + y; the larger first where one is a tensor all prompts share (their
+  // keys before the first image update): float addition commutes, bit for bit.
   auto add = [&b](const DeviceTensor& x, const DeviceTensor& y) {
-    DeviceTensor sum = b.tensor(x.shape());
-    b.add(x, y, sum);
+    const bool swap = y.numel() > x.numel();
+    DeviceTensor sum = b.tensor(swap ? y.shape() : x.shape());
+    b.add(swap ? y : x, swap ? x : y, sum);
     return sum;
   };
   // norm(x + y), the post-norm residual of every step of the transformer.
   auto add_norm = [&](const DeviceTensor& x, const DeviceTensor& y, const LayerNormWeights& norm) {
     const DeviceTensor sum = add(x, y);
-    DeviceTensor normed = b.tensor(x.shape());
+    DeviceTensor normed = b.tensor(sum.shape());
     b.layer_norm_rows(sum, norm.weight, norm.bias, kTransformerLayerNormEps, normed);
     return normed;
   };
 
-  // The two-way transformer (TwoWayTransformer.forward, TwoWayAttentionBlock).
+  // The two-way transformer (TwoWayTransformer.forward, TwoWayAttentionBlock),
+  // over the rows of every prompt. The keys (image side) start as one tensor
+  // the prompts share ([E*E, C]: src, or a mask input's) and become each
+  // prompt's own ([B * E*E, C]) at the first image-to-token update.
   DeviceTensor queries = query_pe;
   DeviceTensor keys = src_;
   if (!decode.mask_dense.empty()) keys = add(image_embed_, decode.mask_dense);
   for (const Block& block : blocks_) {
     if (block.skip_first_layer_pe) {
-      const DeviceTensor attended = block.self_attn(b, queries, queries, queries);
-      DeviceTensor normed = b.tensor({t, c});
+      const DeviceTensor attended = block.self_attn(b, queries, queries, queries, prompts, t, t);
+      DeviceTensor normed = b.tensor(queries.shape());
       b.layer_norm_rows(attended, block.norm1.weight, block.norm1.bias, kTransformerLayerNormEps, normed);
       queries = normed;
     } else {
       const DeviceTensor q = add(queries, query_pe);
-      queries = add_norm(queries, block.self_attn(b, q, q, queries), block.norm1);
+      queries = add_norm(queries, block.self_attn(b, q, q, queries, prompts, t, t), block.norm1);
     }
     const DeviceTensor keys_pe = add(keys, image_pe_);
-    queries = add_norm(queries, block.cross_attn_token_to_image(b, add(queries, query_pe), keys_pe, keys), block.norm2);
-    DeviceTensor mlp_out = b.tensor({t, c});
+    queries = add_norm(queries,
+                       block.cross_attn_token_to_image(b, add(queries, query_pe), keys_pe, keys, prompts, t, pixels),
+                       block.norm2);
+    DeviceTensor mlp_out = b.tensor(queries.shape());
     block.mlp(b, queries, mlp_out);
     queries = add_norm(queries, mlp_out, block.norm3);
-    keys = add_norm(keys, block.cross_attn_image_to_token(b, keys_pe, add(queries, query_pe), queries), block.norm4);
+    keys = add_norm(
+        keys, block.cross_attn_image_to_token(b, keys_pe, add(queries, query_pe), queries, prompts, pixels, t),
+        block.norm4);
   }
   const DeviceTensor keys_pe = add(keys, image_pe_);
-  queries = add_norm(queries, (*final_attention_)(b, add(queries, query_pe), keys_pe, keys),
+  queries = add_norm(queries, (*final_attention_)(b, add(queries, query_pe), keys_pe, keys, prompts, t, pixels),
                      {final_norm_weight_, final_norm_bias_});
 
-  // The upscaling: act1(ln1(dc1(src) + feat_s1)), then act2(dc2(.) + feat_s0).
+  // The upscaling: act1(ln1(dc1(src) + feat_s1)), then act2(dc2(.) + feat_s0),
+  // on the prompts' maps stacked along the height (a transposed 2x2 conv reads
+  // only its own input pixel), each plus the same high-resolution features.
   const int64_t up1_c = upscale0_bias_.numel(), up_c = upscale3_bias_.numel(), l = 4 * e;
-  DeviceTensor up1 = b.tensor({2 * e, 2 * e, up1_c}), up1_normed = b.tensor({2 * e, 2 * e, up1_c});
-  b.conv_transpose2x2(keys.reshaped({e, e, c}), upscale0_weight_, upscale0_bias_, feat_s1_, up1);
+  DeviceTensor up1 = b.tensor({prompts * 2 * e, 2 * e, up1_c}), up1_normed = b.tensor(up1.shape());
+  b.conv_transpose2x2(keys.reshaped({prompts * e, e, c}), upscale0_weight_, upscale0_bias_, feat_s1_, up1);
   b.layer_norm_rows(up1, upscale_norm_weight_, upscale_norm_bias_, kLayerNorm2dEps, up1_normed);
   b.gelu(up1_normed);
-  DeviceTensor upscaled = b.tensor({l, l, up_c});
+  DeviceTensor upscaled = b.tensor({prompts * l, l, up_c});
   b.conv_transpose2x2(up1_normed, upscale3_weight_, upscale3_bias_, feat_s0_, upscaled);
   b.gelu(upscaled);
 
-  // The heads on the output tokens [obj_score, iou, mask_0..M-1, ...].
-  auto token_row = [&](int64_t row) {
-    DeviceTensor x = b.tensor({1, c});
-    b.copy_elements(queries, row * c, x, 0, c);
+  // The heads on the output tokens [obj_score, iou, mask_0..M-1, ...] of each prompt.
+  auto token_rows = [&](int64_t row) {
+    DeviceTensor x = b.tensor({prompts, c});
+    b.copy_rows(queries, row * c, t * c, x, 0, c, c, prompts);
     return x;
   };
   const int64_t m = num_mask_tokens_;
-  DeviceTensor hyper = b.tensor({m, up_c});
+  DeviceTensor hyper = b.tensor({prompts * m, up_c});
   for (int64_t i = 0; i < m; ++i) {
-    DeviceTensor h = b.tensor({1, up_c});
-    hypernetworks_[static_cast<size_t>(i)](b, token_row(2 + i), h);
-    b.copy_elements(h, 0, hyper, i * up_c, up_c);
+    DeviceTensor h = b.tensor({prompts, up_c});
+    hypernetworks_[static_cast<size_t>(i)](b, token_rows(2 + i), h);
+    b.copy_rows(h, 0, up_c, hyper, i * up_c, m * up_c, up_c, prompts);
   }
-  DeviceTensor masks = b.tensor({m, l * l}), iou = b.tensor({1, m}), object_score = b.tensor({1, 1});
-  b.matmul_transposed(hyper, upscaled.reshaped({l * l, up_c}), masks);
-  (*iou_head_)(b, token_row(1), iou);
-  (*object_score_head_)(b, token_row(0), object_score);
+  DeviceTensor masks = b.tensor({prompts * m, l * l}), iou = b.tensor({prompts, m}),
+               object_score = b.tensor({prompts, 1});
+  b.matmul_transposed(hyper, upscaled.reshaped({prompts * l * l, up_c}), masks, prompts);
+  (*iou_head_)(b, token_rows(1), iou);
+  (*object_score_head_)(b, token_rows(0), object_score);
   // Packed for one download (a device copies a few MB faster than it makes another round trip).
-  b.copy_elements(masks, 0, decode.outputs, 0, m * l * l);
-  b.copy_elements(iou, 0, decode.outputs, m * l * l, m);
-  b.copy_elements(object_score, 0, decode.outputs, m * l * l + m, 1);
+  const int64_t packed = output_size();
+  b.copy_rows(masks, 0, m * l * l, decode.outputs, 0, packed, m * l * l, prompts);
+  b.copy_rows(iou, 0, m, decode.outputs, m * l * l, packed, m, prompts);
+  b.copy_rows(object_score, 0, 1, decode.outputs, m * l * l + m, packed, 1, prompts);
 }
 
-MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
-                                                   const Tensor& mask_dense) const {
-  const Tensor prompt_tokens = tokens(sparse);
-  const int64_t t = prompt_tokens.dim(0), m = num_mask_tokens_, l = config_.low_res_mask_size();
-  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
-  const bool has_mask = !mask_dense.empty();
-  if (has_mask && mask_dense.shape() != Shape{1, c, e, e}) {
-    throw Error("device mask decoder: the dense embedding has shape " + shape_to_string(mask_dense.shape()) +
-                ", expected " + shape_to_string({1, c, e, e}));
-  }
-  const Tensor dense_rows = has_mask ? channels_last_rows(mask_dense) : Tensor();
+int64_t DeviceMaskDecoder::output_size() const {
+  const int64_t m = num_mask_tokens_, l = config_.low_res_mask_size();
+  return m * l * l + m + 1;
+}
+
+MaskDecoderOutput DeviceMaskDecoder::unpack(const Tensor& outputs, int64_t prompt) const {
+  const int64_t m = num_mask_tokens_, l = config_.low_res_mask_size(), first = prompt * output_size();
+  MaskDecoderOutput out;
+  out.masks = outputs.rows(first, m * l * l).reshaped({m, l, l});
+  out.iou = outputs.rows(first + m * l * l, m);
+  out.object_score_logit = outputs[first + m * l * l + m];
+  return out;
+}
+
+Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Tensor& prompt_tokens,
+                                 const Tensor& dense_rows, int64_t prompts) const {
+  const int64_t t = prompt_tokens.dim(0) / prompts, c = config_.embed_dim(), e = config_.image_embedding_size();
+  const bool has_mask = !dense_rows.empty();
   Backend& b = *backend_;
   std::lock_guard lock(b.run_mutex());
   set_image(features);
-  auto make_outputs = [&](Decode& d) { d.outputs = b.tensor({m * l * l + m + 1}); };
+  auto make_outputs = [&](Decode& d) { d.outputs = b.tensor({prompts * output_size()}); };
   Decode run_now;  // the CPU's: ops run when called
+  run_now.prompts = prompts;
   Decode* decode = &run_now;
   if (b.records()) {
-    const std::pair key{t, has_mask};
+    const DecodeKey key{t, has_mask, prompts};
     Decode& recorded = decodes_[key];
     if (recorded.program == nullptr) {
       ScopedStage stage("decoder: record");
       b.begin_program();
       try {
-        recorded.tokens = b.tensor({t, c});
+        recorded.prompts = prompts;
+        recorded.tokens = b.tensor({prompts * t, c});
         if (has_mask) recorded.mask_dense = b.tensor({e * e, c});
         make_outputs(recorded);
         forward(recorded);
@@ -350,12 +394,63 @@ MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& 
     last_ops_ = {b.ops_called() - ops_before, 0, 0};
   }
   ScopedStage stage("decoder: download");
-  const Tensor outputs = b.download(decode->outputs);
-  MaskDecoderOutput out;
-  out.masks = outputs.rows(0, m * l * l).reshaped({m, l, l});
-  out.iou = outputs.rows(m * l * l, m);
-  out.object_score_logit = outputs[m * l * l + m];
-  return out;
+  return b.download(decode->outputs);
+}
+
+MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
+                                                   const Tensor& mask_dense) const {
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
+  const bool has_mask = !mask_dense.empty();
+  if (has_mask && mask_dense.shape() != Shape{1, c, e, e}) {
+    throw Error("device mask decoder: the dense embedding has shape " + shape_to_string(mask_dense.shape()) +
+                ", expected " + shape_to_string({1, c, e, e}));
+  }
+  const Tensor dense_rows = has_mask ? channels_last_rows(mask_dense) : Tensor();
+  return unpack(decode(features, tokens(sparse), dense_rows, 1), 0);
+}
+
+std::vector<MaskDecoderOutput> DeviceMaskDecoder::predict_masks_batch(const DeviceDecoderFeatures& features,
+                                                                      const std::vector<Tensor>& sparse) const {
+  std::vector<MaskDecoderOutput> results;
+  if (sparse.empty()) return results;
+  for (const Tensor& prompt : sparse) {
+    if (prompt.numel() != sparse.front().numel()) {
+      throw Error("device mask decoder: a batch's prompts need one token count; sparse embeddings " +
+                  shape_to_string(prompt.shape()) + " and " + shape_to_string(sparse.front().shape()));
+    }
+  }
+  const int64_t total = static_cast<int64_t>(sparse.size()), cap = max_prompts_per_batch();
+  const int64_t batches = (total + cap - 1) / cap, base = total / batches, longer = total % batches;
+  results.reserve(sparse.size());
+  for (int64_t k = 0, first = 0; k < batches; ++k) {
+    const int64_t prompts = base + (k < longer ? 1 : 0);
+    const Tensor one = tokens(sparse[static_cast<size_t>(first)]);
+    Tensor batch_tokens({prompts * one.dim(0), one.dim(1)});
+    for (int64_t i = 0; i < prompts; ++i) {
+      const Tensor rows = i == 0 ? one : tokens(sparse[static_cast<size_t>(first + i)]);
+      std::copy(rows.begin(), rows.end(), batch_tokens.data() + i * rows.numel());
+    }
+    const Tensor outputs = decode(features, batch_tokens, Tensor(), prompts);
+    for (int64_t i = 0; i < prompts; ++i) results.push_back(unpack(outputs, i));
+    first += prompts;
+  }
+  return results;
+}
+
+int64_t DeviceMaskDecoder::max_prompts_per_batch() const {
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size(), l = config_.low_res_mask_size();
+  const int64_t up1_c = upscale0_bias_.numel(), up_c = upscale3_bias_.numel(), m = num_mask_tokens_;
+  // One prompt's share of a batch's largest tensors, which ops such as the
+  // attentions and the upscaling take whole.
+  const int64_t largest = std::max({e * e * c, 4 * e * e * up1_c, l * l * up_c, output_size()});
+  // What a prompt holds at a program's peak, about: a few image-side maps of
+  // the transformer (keys, their sum with the encoding, projections, the
+  // attention's output), then the upscaled maps and the masks.
+  const int64_t per_prompt_bytes =
+      static_cast<int64_t>(sizeof(float)) * (8 * e * e * c + 8 * e * e * up1_c + l * l * up_c + 2 * m * l * l);
+  const int64_t by_binding = backend_->max_whole_tensor_elements() / largest;
+  const int64_t by_memory = kBatchMemoryBytes / per_prompt_bytes;
+  return std::max<int64_t>(1, std::min({kMaxPromptsPerBatch, by_binding, by_memory}));
 }
 
 ProgramStats DeviceMaskDecoder::last_ops() const {

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -34,7 +35,12 @@ DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFea
 // prompt with a mask input uploads its dense embedding too (the prompt
 // encoder's mask downscaling, computed on the CPU), which its program adds to
 // image_embed in place of the no-mask embedding: a program per (token count,
-// mask input or not). Thread-safe: a decode holds the backend's run_mutex().
+// mask input or not). Prompts without mask input of one token count decode in
+// batches (predict_masks_batch): one program per (token count, batch size), one
+// upload of all the batch's tokens and one download of all its outputs; the
+// token-side ops run over the batch's rows, the attentions and the image-side
+// maps with a batch index (Backend's batched ops). Thread-safe: a decode holds
+// the backend's run_mutex().
 class DeviceMaskDecoder {
  public:
   // image_pe: get_dense_pe() [1, C, E, E]; no_mask_dense: the dense embedding of
@@ -56,28 +62,57 @@ class DeviceMaskDecoder {
   MaskDecoderOutput predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
                                   const Tensor& mask_dense = {}) const;
 
-  // The backend ops of the last predict_masks (a device's recorded program's).
+  // predict_masks of each of `sparse` (prompts without mask input, each [1, N,
+  // C] of one N), in order, decoded in batches of at most
+  // max_prompts_per_batch() prompts (near-equal sizes, so that a split batch
+  // replays few programs). Each result is that prompt's predict_masks, bit for
+  // bit where the backend's ops compute each row as they do for one prompt
+  // (the Vulkan backend's; the CPU's GEMMs may block rows differently). Error
+  // when the token counts differ.
+  std::vector<MaskDecoderOutput> predict_masks_batch(const DeviceDecoderFeatures& features,
+                                                     const std::vector<Tensor>& sparse) const;
+
+  // Prompts one program decodes at most: kMaxPromptsPerBatch, fewer where a
+  // batch's image-side tensors would exceed what the backend's ops take whole
+  // or the activations of kBatchMemoryBytes (at least 1).
+  int64_t max_prompts_per_batch() const;
+  static constexpr int64_t kMaxPromptsPerBatch = 64;
+  static constexpr int64_t kBatchMemoryBytes = int64_t{1} << 30;
+
+  // The backend ops of the last decode (a device's recorded program's).
   ProgramStats last_ops() const;
 
  private:
   struct Attention;
   struct Block;
   struct Mlp;
-  // One decode's tensors: its input tokens [T, C], the dense embedding of a
-  // mask input [E*E, C] (empty without), and its outputs packed into one
-  // tensor, so that a prompt is one download: the masks [M, L * L], the IoUs
-  // [M] and the object score, in that order.
+  // One decode's tensors, of B prompts of T tokens: their input tokens [B * T,
+  // C], the dense embedding of a mask input [E*E, C] (empty without; B is 1
+  // then), and their outputs packed into one tensor, so that a batch is one
+  // download: per prompt the masks [M, L * L], the IoUs [M] and the object
+  // score, in that order.
   struct Decode {
+    int64_t prompts = 1;
     DeviceTensor tokens;
     DeviceTensor mask_dense;
-    DeviceTensor outputs;  // [M * L * L + M + 1]
+    DeviceTensor outputs;  // [B * (M * L * L + M + 1)]
     std::shared_ptr<Program> program;
   };
+  // Its key among the recorded programs: (token count, mask input, prompts).
+  using DecodeKey = std::tuple<int64_t, bool, int64_t>;
+  // The fixed tokens and the sparse prompt embeddings of one prompt, [T, C].
   Tensor tokens(const Tensor& sparse) const;
   // Copies `features` into image_embed_, src_, feat_s1_ and feat_s0_ unless they are already there.
   void set_image(const DeviceDecoderFeatures& features) const;
+  // The decode of `prompts` prompts (`tokens`: theirs, [prompts * T, C]) on
+  // `features`, recorded or run: their outputs, packed as Decode::outputs.
+  Tensor decode(const DeviceDecoderFeatures& features, const Tensor& tokens, const Tensor& dense_rows,
+                int64_t prompts) const;
   // The decode of `decode.tokens` into its outputs, as backend ops.
   void forward(Decode& decode) const;
+  // Values of one prompt's packed outputs.
+  int64_t output_size() const;
+  MaskDecoderOutput unpack(const Tensor& outputs, int64_t prompt) const;
 
   ModelConfig config_;
   int num_mask_tokens_;
@@ -98,7 +133,7 @@ class DeviceMaskDecoder {
   // as they live across other programs' runs.
   mutable DeviceTensor image_embed_, src_, feat_s1_, feat_s0_;
   mutable DeviceDecoderFeatures image_;
-  mutable std::map<std::pair<int64_t, bool>, Decode> decodes_;  // by (token count, mask input) (device backends)
+  mutable std::map<DecodeKey, Decode> decodes_;  // device backends
   mutable ProgramStats last_ops_;
 };
 

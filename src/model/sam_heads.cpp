@@ -52,6 +52,10 @@ ProgramStats SamHeads::device_decoder_ops() const {
   return device_decoder_ ? device_decoder_->last_ops() : ProgramStats{};
 }
 
+int64_t SamHeads::device_decoder_max_batch() const {
+  return device_decoder_ ? device_decoder_->max_prompts_per_batch() : 0;
+}
+
 HeadsImage SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device) const {
   check_decoder_features(features, config_);
   if (!device_decoder_) {
@@ -92,13 +96,10 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
   }
   std::vector<MaskDecoderOutput> decoded;
   if (image.on_device()) {
+    decoded = decode_on_device(image.device(), prompts, results, count);
     for (size_t g = 0; g < count; ++g) {
-      const bool mask_input = !prompts[g].mask_input.empty();
-      MaskDecoderOutput out = device_decoder_->predict_masks(image.device(), results[g].sparse_embeddings,
-                                                             mask_input ? results[g].dense_embeddings : Tensor());
       // As MaskDecoder, which skips their upscaling (prompts without mask input only).
-      if (wanted && !mask_input && !wanted(out.iou)) out.masks = Tensor();
-      decoded.push_back(std::move(out));
+      if (wanted && prompts[g].mask_input.empty() && !wanted(decoded[g].iou)) decoded[g].masks = Tensor();
     }
   } else if (count == 1 && !prompts[0].mask_input.empty()) {
     const DecoderImageState& cpu = image.cpu();
@@ -188,6 +189,10 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
                                                        int orig_h, int threads,
                                                        std::optional<float> skip_masks_iou_at_most,
                                                        const std::function<void(MaskPrediction&)>& then) const {
+  if (image.on_device()) {
+    return decode_in_groups_on_device(image, prompts, multimask, orig_w, orig_h, threads, skip_masks_iou_at_most,
+                                      then);
+  }
   // Consecutive prompts without mask input in groups decoded in lockstep; a
   // prompt with a mask input alone (its image side is its own).
   std::vector<std::pair<size_t, size_t>> groups;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,6 +52,8 @@ class SamHeads {
   bool decodes_on_device() const { return device_decoder_ != nullptr; }
   // The backend ops of the device decoder's last decode (none without one).
   ProgramStats device_decoder_ops() const;
+  // Prompts the device decoder decodes in one program at most (0 without one).
+  int64_t device_decoder_max_batch() const;
 
   // get_dense_pe(), [1, C, E, E]; computed once at construction, handed out as a
   // copy so callers cannot alter the cached encoding.
@@ -95,7 +98,7 @@ class SamHeads {
  private:
   // Everything but the upscaling to the original size for `count` prompts: one
   // (any), or several without mask input, decoded in lockstep on the CPU
-  // (one after the other on a device). masks is left
+  // (in batches of one token count on a device). masks is left
   // empty and the selected low-res logits (unclamped) are returned in low_res_masks.
   std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                      bool multimask, int orig_w, int orig_h, int threads,
@@ -106,6 +109,16 @@ class SamHeads {
                                                bool multimask, int orig_w, int orig_h, int threads,
                                                std::optional<float> skip_masks_iou_at_most,
                                                const std::function<void(MaskPrediction&)>& then) const;
+
+  // The device decoder's part of decode: the outputs of `count` prompts whose
+  // embeddings `encoded` holds (a prompt with a mask input alone).
+  std::vector<MaskDecoderOutput> decode_on_device(const DeviceDecoderFeatures& features, const Prompt* prompts,
+                                                  const std::vector<MaskPrediction>& encoded, size_t count) const;
+  // decode_in_groups on a device: runs of prompts without mask input batched there.
+  std::vector<MaskPrediction> decode_in_groups_on_device(const HeadsImage& image, const std::vector<Prompt>& prompts,
+                                                         bool multimask, int orig_w, int orig_h, int threads,
+                                                         std::optional<float> skip_masks_iou_at_most,
+                                                         const std::function<void(MaskPrediction&)>& then) const;
 
   ModelConfig config_;
   PromptEncoder prompt_encoder_;

@@ -70,6 +70,12 @@ VulkanBackend::~VulkanBackend() = default;
 
 std::string VulkanBackend::description() const { return "vulkan: " + context_->device_name(); }
 
+int64_t VulkanBackend::max_whole_tensor_elements() const {
+  // A binding starts at the aligned offset at or below its tensor.
+  const uint64_t limit = context_->max_binding_bytes(), alignment = context_->limits().min_storage_buffer_offset_alignment;
+  return static_cast<int64_t>((limit > alignment ? limit - alignment : 0) / ops_library_->element_bytes());
+}
+
 CommandRecorder& VulkanBackend::record(const char* op) {
   if (current_ == nullptr) {
     throw Error(std::string("vulkan backend: ") + op + " called outside begin_program/end_program");
@@ -203,6 +209,11 @@ void VulkanBackend::attention(const AttentionOperands& a) {
   args.ldv = a.ldv;
   args.ldo = a.ldo;
   args.scale = a.scale;
+  args.batches = a.batches;
+  args.q_batch = a.q_batch_stride;
+  args.k_batch = a.k_batch_stride;
+  args.v_batch = a.v_batch_stride;
+  args.o_batch = a.o_batch_stride;
   DeviceTensor scores;  // freed at return: a later op may take its range (every dispatch ends in a barrier)
   if (ops_library_->attends_through_scores(args)) {
     scores = tensor({a.nq, a.nk});
@@ -255,35 +266,45 @@ void VulkanBackend::hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) {
                             elements(y, "hwc_to_nchw"));
 }
 
-void VulkanBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) {
-  const int64_t k = w.dim(-1), n = w.numel() / k, rows = x.numel() / k;
-  if (x.numel() != rows * k || y.numel() != rows * n) {
+void VulkanBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y,
+                                      int64_t batches) {
+  const int64_t k = w.dim(-1), n = batches > 0 ? w.numel() / k / batches : 0,
+                rows = batches > 0 ? x.numel() / k / batches : 0;
+  if (batches < 1 || x.numel() != batches * rows * k || w.numel() != batches * n * k ||
+      y.numel() != batches * rows * n) {
     throw Error("vulkan backend: matmul_transposed: " + shape_to_string(x.shape()) + " x " +
-                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match");
+                shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match in " +
+                std::to_string(batches) + " batches");
   }
-  ops_library_->matmul(record("matmul_transposed"), elements(x, "matmul_transposed"), rows,
-                       elements(w, "matmul_transposed"), DeviceElements{}, k, n, elements(y, "matmul_transposed"),
-                       Epilogue::none);
+  CommandRecorder& recorder = record("matmul_transposed");
+  // A GEMM per batch (its own "weight"), recorded into the same program.
+  for (int64_t i = 0; i < batches; ++i) {
+    ops_library_->matmul(recorder, elements_from(x, i * rows * k, "matmul_transposed"), rows,
+                         elements_from(w, i * n * k, "matmul_transposed"), DeviceElements{}, k, n,
+                         elements_from(y, i * rows * n, "matmul_transposed"), Epilogue::none);
+  }
 }
 
 void VulkanBackend::conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
                                       const DeviceTensor& add, DeviceTensor& y) {
   if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(2) != 2 || weight.dim(3) != 2 ||
-      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} || (!add.empty() && add.numel() != y.numel())) {
+      y.shape() != Shape{2 * x.dim(0), 2 * x.dim(1), weight.dim(1)} ||
+      (!add.empty() && y.numel() % add.numel() != 0)) {
     throw Error("vulkan backend: conv_transpose2x2: x " + shape_to_string(x.shape()) + ", weight " +
                 shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
   }
   ops_library_->conv_transpose2x2(record("conv_transpose2x2"), elements(x, "conv_transpose2x2"), x.dim(0), x.dim(1),
                                   x.dim(2), elements(weight, "conv_transpose2x2"), elements(bias, "conv_transpose2x2"),
                                   weight.dim(1), add.empty() ? DeviceElements{} : elements(add, "conv_transpose2x2"),
-                                  elements(y, "conv_transpose2x2"));
+                                  elements(y, "conv_transpose2x2"), add.empty() ? 0 : add.numel());
 }
 
 void VulkanBackend::add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) {
-  if (a.numel() != b.numel() || y.numel() != a.numel()) {
-    throw Error("vulkan backend: add of tensors of different sizes");
+  if (b.numel() < 1 || a.numel() % b.numel() != 0 || y.numel() != a.numel()) {
+    throw Error("vulkan backend: add of " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) +
+                ": the first is not whole copies of the second");
   }
-  ops_library_->add_periodic(record("add"), elements(a, "add"), elements(b, "add"), a.numel(), a.numel(),
+  ops_library_->add_periodic(record("add"), elements(a, "add"), elements(b, "add"), b.numel(), a.numel(),
                              elements(y, "add"));
 }
 
@@ -304,6 +325,18 @@ void VulkanBackend::copy_elements(const DeviceTensor& x, int64_t x_offset, Devic
                              0, count, elements_from(y, y_offset, "copy_elements"));
 }
 
+void VulkanBackend::copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y,
+                              int64_t y_offset, int64_t y_stride, int64_t width, int64_t rows) {
+  auto inside = [&](const DeviceTensor& t, int64_t offset, int64_t stride) {
+    return offset >= 0 && stride >= 0 && (rows - 1) * stride + offset + width <= t.numel();
+  };
+  if (width < 1 || rows < 1 || !inside(x, x_offset, x_stride) || !inside(y, y_offset, y_stride)) {
+    throw Error("vulkan backend: copy_rows outside its tensors");
+  }
+  ops_library_->copy_rows(record("copy_rows"), elements_from(x, x_offset, "copy_rows"), x_stride,
+                          elements_from(y, y_offset, "copy_rows"), y_stride, width, rows);
+}
+
 void VulkanBackend::begin_program() {
   if (current_ != nullptr) throw Error("vulkan backend: a program is already being recorded");
   current_ = std::make_shared<VulkanProgram>(*context_);
@@ -322,6 +355,7 @@ void VulkanBackend::run(Program& program) {
   auto* recorded = dynamic_cast<VulkanProgram*>(&program);
   if (recorded == nullptr) throw Error("vulkan backend: the program was not recorded by this backend");
   recorded->recorder.submit();
+  ++submissions_;
 }
 
 std::shared_ptr<Backend> make_vulkan_backend(int gpu_index, DevicePrecision precision) {

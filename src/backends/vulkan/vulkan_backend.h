@@ -26,7 +26,8 @@ class VulkanBackend final : public Backend {
   std::string description() const override;
   bool records() const override { return true; }
   int64_t ops_called() const override { return ops_; }
-  TransferCounts transfers() const override { return {uploads_.load(), downloads_.load()}; }
+  TransferCounts transfers() const override { return {uploads_.load(), downloads_.load(), submissions_.load()}; }
+  int64_t max_whole_tensor_elements() const override;
 
   DeviceTensor constant(const Tensor& value) override;
   DeviceTensor constant_rows(std::shared_ptr<const RowSource> rows) override;
@@ -55,7 +56,7 @@ class VulkanBackend final : public Backend {
   void copy(const DeviceTensor& x, DeviceTensor& y) override;
   void hwc_to_nchw(const DeviceTensor& x, DeviceTensor& y) override;
 
-  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y) override;
+  void matmul_transposed(const DeviceTensor& x, const DeviceTensor& w, DeviceTensor& y, int64_t batches) override;
   void conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
                          const DeviceTensor& add, DeviceTensor& y) override;
   void add(const DeviceTensor& a, const DeviceTensor& b, DeviceTensor& y) override;
@@ -63,6 +64,8 @@ class VulkanBackend final : public Backend {
   void sigmoid(DeviceTensor& x) override;
   void copy_elements(const DeviceTensor& x, int64_t x_offset, DeviceTensor& y, int64_t y_offset,
                      int64_t count) override;
+  void copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y, int64_t y_offset,
+                 int64_t y_stride, int64_t width, int64_t rows) override;
 
   void begin_program() override;
   std::shared_ptr<Program> end_program() override;
@@ -86,7 +89,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<DeviceArena> constants_, activations_;
   std::shared_ptr<VulkanProgram> current_;
   int64_t ops_ = 0, ops_at_begin_ = 0;
-  std::atomic<int64_t> uploads_{0}, downloads_{0};  // read by callers on other threads (bench)
+  std::atomic<int64_t> uploads_{0}, downloads_{0}, submissions_{0};  // read by callers on other threads (bench)
 };
 
 }  // namespace sam2rt

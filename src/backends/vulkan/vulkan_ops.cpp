@@ -36,6 +36,7 @@ struct SoftmaxPush {
 struct AttentionPush {
   uint32_t nq, nk, heads, head_dim, q_base, ldq, k_base, ldk, v_base, ldv, o_base, ldo;
   float scale;
+  uint32_t q_batch, k_batch, v_batch, o_batch;
 };
 struct WindowedAttentionPush {
   uint32_t height, width, channels, heads, window, q_pool, window_cols, out_height, out_width, qkv_base, pad_base,
@@ -59,7 +60,10 @@ struct AddPeriodicPush {
   uint32_t count, period, has_addend, x_base, addend_base, y_base;
 };
 struct ConvTransposePush {
-  uint32_t count, width, in_channels, out_channels, has_add, x_base, w_base, b_base, add_base, y_base;
+  uint32_t count, width, in_channels, out_channels, has_add, x_base, w_base, b_base, add_base, y_base, add_count;
+};
+struct CopyRowsPush {
+  uint32_t count, width, x_base, x_stride, y_base, y_stride;
 };
 struct ActivationPush {
   uint32_t count, kind, x_base;
@@ -155,7 +159,8 @@ VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
       conv2d_to_hwc_(pipeline<ConvPush>(context, precision_, "conv2d_to_hwc", 4)),
       add_periodic_(pipeline<AddPeriodicPush>(context, precision_, "add_periodic", 3)),
       conv_transpose2x2_to_hwc_(pipeline<ConvTransposePush>(context, precision_, "conv_transpose2x2_to_hwc", 5)),
-      activation_(pipeline<ActivationPush>(context, precision_, "activation", 1)) {}
+      activation_(pipeline<ActivationPush>(context, precision_, "activation", 1)),
+      copy_rows_(pipeline<CopyRowsPush>(context, precision_, "copy_rows", 2)) {}
 
 // The range starts at the aligned byte offset at or below the elements; `base`
 // is where they start inside it, in elements (a push constant of the kernel).
@@ -281,22 +286,36 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
   if (a.ldq < width || a.ldk < width || a.ldv < width || a.ldo < width) {
     throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
   }
-  auto rows_span = [](int64_t rows, int64_t ld, int64_t width) { return static_cast<uint64_t>((rows - 1) * ld + width); };
-  const Bound q = bind(a.q, 0, rows_span(a.nq, a.ldq, width), op, "q");
-  const Bound k = bind(a.k, 0, rows_span(a.nk, a.ldk, width), op, "k");
-  const Bound v = bind(a.v, 0, rows_span(a.nk, a.ldv, width), op, "v");
-  const Bound o = bind(a.out, 0, rows_span(a.nq, a.ldo, width), op, "out");
+  if (a.batches < 1 || a.q_batch < 0 || a.k_batch < 0 || a.v_batch < 0 || a.o_batch < 0) {
+    throw Error(op + ": needs at least one batch and batch strides of 0 or more");
+  }
+  // Every batch's rows: (batches - 1) strides past the first batch's.
+  auto span = [&](int64_t rows, int64_t ld, int64_t batch) {
+    return static_cast<uint64_t>((a.batches - 1) * batch + (rows - 1) * ld + width);
+  };
+  const Bound q = bind(a.q, 0, span(a.nq, a.ldq, a.q_batch), op, "q");
+  const Bound k = bind(a.k, 0, span(a.nk, a.ldk, a.k_batch), op, "k");
+  const Bound v = bind(a.v, 0, span(a.nk, a.ldv, a.v_batch), op, "v");
+  const Bound o = bind(a.out, 0, span(a.nq, a.ldo, a.o_batch), op, "out");
   if (attends_through_scores(a)) {
     attention_through_scores(recorder, a);
     return;
   }
-  const AttentionPush push{u32(a.nq, op + ": nq"), u32(a.nk, op + ": nk"), u32(a.heads, op + ": heads"),
-                           static_cast<uint32_t>(a.head_dim), q.base, u32(a.ldq, op + ": ldq"), k.base,
-                           u32(a.ldk, op + ": ldk"), v.base, u32(a.ldv, op + ": ldv"), o.base,
-                           u32(a.ldo, op + ": ldo"), a.scale};
+  if (static_cast<uint64_t>(a.batches) > context_.limits().max_workgroup_count[2]) {
+    throw Error(op + ": " + std::to_string(a.batches) + " batches exceed the device's workgroup count");
+  }
+  const AttentionPush push{u32(a.nq, op + ": nq"),      u32(a.nk, op + ": nk"),
+                           u32(a.heads, op + ": heads"), static_cast<uint32_t>(a.head_dim),
+                           q.base,                       u32(a.ldq, op + ": ldq"),
+                           k.base,                       u32(a.ldk, op + ": ldk"),
+                           v.base,                       u32(a.ldv, op + ": ldv"),
+                           o.base,                       u32(a.ldo, op + ": ldo"),
+                           a.scale,                      u32(a.q_batch, op + ": q batch stride"),
+                           u32(a.k_batch, op + ": k batch stride"), u32(a.v_batch, op + ": v batch stride"),
+                           u32(a.o_batch, op + ": out batch stride")};
   const ComputePipeline& kernel = narrow ? attention_narrow_ : tiled_ ? attention_tiled_ : attention_;
   recorder.dispatch(kernel, {q.range, k.range, v.range, o.range}, push,
-                    {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), 1});
+                    {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), static_cast<uint32_t>(a.batches)});
 }
 
 bool VulkanOps::attends_through_scores(const DeviceAttention& a) const {
@@ -317,20 +336,24 @@ void VulkanOps::attention_through_scores(CommandRecorder& recorder, const Device
     operand.count -= std::min(operand.count, static_cast<uint64_t>(offset));
     return operand;
   };
-  // Head by head into the same scratch (every dispatch ends in a barrier).
-  for (int64_t h = 0; h < a.heads; ++h) {
-    const int64_t first = h * a.head_dim;
-    // scores[i, j] = q_i . k_j: the keys as the weight's rows.
-    gemm(recorder,
-         {.x = column(a.q, first), .weight = column(a.k, first), .y = a.scores, .rows = a.nq, .in = a.head_dim,
-          .out = a.nk, .ldx = a.ldq, .ldw = a.ldk, .ldy = a.nk},
-         op + " (scores)");
-    softmax_rows(recorder, a.scores, a.nq, a.nk, a.scale);
-    // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
-    gemm(recorder,
-         {.x = a.scores, .weight = column(a.v, first), .y = column(a.out, first), .rows = a.nq, .in = a.nk,
-          .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
-         op + " (values)");
+  // Batch by batch, head by head into the same scratch (every dispatch ends in a barrier).
+  for (int64_t b = 0; b < a.batches; ++b) {
+    const DeviceElements q = column(a.q, b * a.q_batch), k = column(a.k, b * a.k_batch),
+                         v = column(a.v, b * a.v_batch), out = column(a.out, b * a.o_batch);
+    for (int64_t h = 0; h < a.heads; ++h) {
+      const int64_t first = h * a.head_dim;
+      // scores[i, j] = q_i . k_j: the keys as the weight's rows.
+      gemm(recorder,
+           {.x = column(q, first), .weight = column(k, first), .y = a.scores, .rows = a.nq, .in = a.head_dim,
+            .out = a.nk, .ldx = a.ldq, .ldw = a.ldk, .ldy = a.nk},
+           op + " (scores)");
+      softmax_rows(recorder, a.scores, a.nq, a.nk, a.scale);
+      // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
+      gemm(recorder,
+           {.x = a.scores, .weight = column(v, first), .y = column(out, first), .rows = a.nq, .in = a.nk,
+            .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
+           op + " (values)");
+    }
   }
 }
 
@@ -465,19 +488,32 @@ void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceElements x, Device
 
 void VulkanOps::conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
                                   int64_t in_channels, DeviceElements weight, DeviceElements bias,
-                                  int64_t out_channels, DeviceElements add, DeviceElements y) const {
+                                  int64_t out_channels, DeviceElements add, DeviceElements y, int64_t add_count) const {
   const std::string op = "Vulkan conv_transpose2x2";
   if (height < 1 || width < 1 || in_channels < 1 || out_channels < 1) throw Error(op + ": bad shape");
   const int64_t count = 4 * height * width * out_channels;
+  const int64_t addend = add_count == 0 ? count : add_count;
+  // Whole output rows of whole maps stacked along the height.
+  if (addend < 1 || count % addend != 0 || addend % (4 * width * out_channels) != 0) {
+    throw Error(op + ": an addend of " + std::to_string(addend) + " values is not whole maps of the output");
+  }
   const bool has_add = add.buffer != nullptr;
   const Bound xb = bind(x, 0, static_cast<uint64_t>(height * width * in_channels), op, "x");
   const Bound wb = bind(weight, 0, static_cast<uint64_t>(in_channels * out_channels * 4), op, "weight");
   const Bound bb = bind(bias, 0, static_cast<uint64_t>(out_channels), op, "bias");
   const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
-  const Bound ab = has_add ? bind(add, 0, static_cast<uint64_t>(count), op, "add") : xb;  // bound but not read
-  const ConvTransposePush push{u32(count, op + ": size"), u32(width, op + ": width"),
-                               u32(in_channels, op + ": in channels"), u32(out_channels, op + ": out channels"),
-                               has_add ? 1u : 0u, xb.base, wb.base, bb.base, ab.base, yb.base};
+  const Bound ab = has_add ? bind(add, 0, static_cast<uint64_t>(addend), op, "add") : xb;  // bound but not read
+  const ConvTransposePush push{u32(count, op + ": size"),
+                               u32(width, op + ": width"),
+                               u32(in_channels, op + ": in channels"),
+                               u32(out_channels, op + ": out channels"),
+                               has_add ? 1u : 0u,
+                               xb.base,
+                               wb.base,
+                               bb.base,
+                               ab.base,
+                               yb.base,
+                               u32(addend, op + ": addend size")};
   dispatch_elements(recorder, conv_transpose2x2_to_hwc_, {xb.range, wb.range, bb.range, ab.range, yb.range}, push,
                     count);
 }
@@ -488,6 +524,18 @@ void VulkanOps::activation(CommandRecorder& recorder, DeviceElements x, int64_t 
   const Bound xb = bind(x, 0, static_cast<uint64_t>(count), op, "x");
   const ActivationPush push{u32(count, op + ": size"), static_cast<uint32_t>(kind), xb.base};
   dispatch_elements(recorder, activation_, {xb.range}, push, count);
+}
+
+void VulkanOps::copy_rows(CommandRecorder& recorder, DeviceElements x, int64_t x_stride, DeviceElements y,
+                          int64_t y_stride, int64_t width, int64_t rows) const {
+  const std::string op = "Vulkan copy_rows";
+  if (width < 1 || rows < 1 || x_stride < 0 || y_stride < 0) throw Error(op + ": bad rows, width or strides");
+  const Bound xb = bind(x, 0, static_cast<uint64_t>((rows - 1) * x_stride + width), op, "x");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>((rows - 1) * y_stride + width), op, "y");
+  const int64_t count = rows * width;
+  const CopyRowsPush push{u32(count, op + ": size"), u32(width, op + ": width"), xb.base,
+                          u32(x_stride, op + ": x stride"), yb.base, u32(y_stride, op + ": y stride")};
+  dispatch_elements(recorder, copy_rows_, {xb.range, yb.range}, push, count);
 }
 
 }  // namespace sam2rt

@@ -53,6 +53,10 @@ struct DeviceAttention {
   float scale = 1.0f;
   // [nq, nk] scratch for the scores, when VulkanOps::attends_through_scores.
   DeviceElements scores;
+  // `batches` attentions of these shapes, batch i's operands i * *_batch
+  // elements further on (0: shared by every batch): AttentionOperands' batches.
+  int64_t batches = 1;
+  int64_t q_batch = 0, k_batch = 0, v_batch = 0, o_batch = 0;
 };
 
 // The encoder's and the mask decoder's ops as Vulkan kernels, on fp32 or fp16 storage (fp32 arithmetic
@@ -82,10 +86,11 @@ class VulkanOps {
   // conv_transpose_2x2_stride2 on channels-last maps: x [height, width,
   // in_channels], weight [in_channels, out_channels, 2, 2] (PyTorch layout), bias
   // [out_channels] -> y [2 * height, 2 * width, out_channels], plus `add` (laid out
-  // as y) when it has a buffer.
+  // as y) when it has a buffer. add_count (0: all of y) is the size of one
+  // addend map, which each of the maps stacked along the height gets (a batch's).
   void conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
                          int64_t in_channels, DeviceElements weight, DeviceElements bias, int64_t out_channels,
-                         DeviceElements add, DeviceElements y) const;
+                         DeviceElements add, DeviceElements y, int64_t add_count = 0) const;
   // In place on `count` values: the exact GELU (gelu_exact_inplace) or the
   // sigmoid (sigmoid_inplace).
   enum class Activation : uint32_t { gelu = 0, sigmoid = 1 };
@@ -95,7 +100,8 @@ class VulkanOps {
                        DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
   // softmax_rows, in place on dense [rows, cols], of scale * x.
   void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols, float scale = 1.0f) const;
-  // attention (head_dim at most 128). On GPUs the kernel that stages keys and
+  // attention (head_dim at most 128), args.batches of them in one dispatch (its
+  // z groups). On GPUs the kernel that stages keys and
   // values through shared memory, same arithmetic in the same order. A head_dim
   // that is not a multiple of 4 takes a scalar kernel (the micro config's
   // decoder), for at most 65535 / (2 + 3 * head_dim) keys. Long fp32 attention on
@@ -134,6 +140,10 @@ class VulkanOps {
   // may be the same elements.
   void add_periodic(CommandRecorder& recorder, DeviceElements x, DeviceElements addend, int64_t period, int64_t count,
                     DeviceElements y) const;
+  // y[r * y_stride + i] = x[r * x_stride + i] for r < rows, i < width: rows of
+  // every prompt of a batch gathered or scattered in one dispatch.
+  void copy_rows(CommandRecorder& recorder, DeviceElements x, int64_t x_stride, DeviceElements y, int64_t y_stride,
+                 int64_t width, int64_t rows) const;
 
  private:
   // A kernel's binding of elements [first, first + count) of an operand.
@@ -161,7 +171,7 @@ class VulkanOps {
   bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
   ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_, attention_narrow_,
       windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_,
-      conv_transpose2x2_to_hwc_, activation_;
+      conv_transpose2x2_to_hwc_, activation_, copy_rows_;
 };
 
 }  // namespace sam2rt

@@ -118,6 +118,21 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
   }
 }
 
+// predict_masks_batch of `sparse` runs as `programs` programs, each one
+// submission, one upload and one download, and each prompt's outputs are its
+// own decode's bit for bit.
+void expect_batch_in_programs(const Backend& device, const DeviceMaskDecoder& decoder,
+                              const DeviceDecoderFeatures& features, const std::vector<Tensor>& sparse,
+                              int64_t programs) {
+  const TransferCounts before = device.transfers();
+  const std::vector<MaskDecoderOutput> batched = decoder.predict_masks_batch(features, sparse);
+  const TransferCounts after = device.transfers();
+  EXPECT_EQ(after.submissions - before.submissions, programs);
+  EXPECT_EQ(after.uploads - before.uploads, programs);
+  EXPECT_EQ(after.downloads - before.downloads, programs);
+  EXPECT_TRUE(batch_against_each_alone(decoder, features, batched, sparse).bit_for_bit);
+}
+
 // Five prompts of one token count (point pairs and boxes) in one program: one
 // submission, one upload (their tokens) and one download (their outputs);
 // each prompt's outputs are its own decode's bit for bit (the same ops per
@@ -132,13 +147,7 @@ TEST_F(VulkanMaskDecoderMicro, ABatchIsOneSubmissionAndEachPromptAloneBitForBit)
     const std::vector<Tensor> sparse = micro_batch_sparse(5);
     decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
     for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
-      const TransferCounts before = device->transfers();
-      const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
-      const TransferCounts after = device->transfers();
-      EXPECT_EQ(after.submissions - before.submissions, 1);
-      EXPECT_EQ(after.uploads - before.uploads, 1);
-      EXPECT_EQ(after.downloads - before.downloads, 1);
-      EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+      expect_batch_in_programs(*device, *decoder, features, sparse, 1);
     }
   }
 }
@@ -155,13 +164,7 @@ TEST_F(VulkanMaskDecoderMicro, ABatchAboveTheCapIsSplitAndEachPromptAloneBitForB
   const DeviceDecoderFeatures features = upload_decoder_features(*device, micro_decoder_case().features);
   const std::vector<Tensor> sparse = micro_batch_sparse(5);
   decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
-  const TransferCounts before = device->transfers();
-  const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse);
-  const TransferCounts after = device->transfers();
-  EXPECT_EQ(after.submissions - before.submissions, 2);
-  EXPECT_EQ(after.uploads - before.uploads, 2);
-  EXPECT_EQ(after.downloads - before.downloads, 2);
-  EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse).bit_for_bit);
+  expect_batch_in_programs(*device, *decoder, features, sparse, 2);
 }
 
 // SamHeads on the device: predict_batch and predict_batch_low_res (what

@@ -65,14 +65,15 @@ __attribute__((target("avx2"))) void scale_avx2(float s, float* x, int64_t c) {
 // additions deep. Products of floats are exact in double.
 constexpr int64_t kDotLanes = 16;
 
-// ((l[m] + l[m + 8]) for m < 8, then the same with 4, 2 and 1: how the vector
-// paths fold their registers in halves.
+// The eight sums l[m] + l[m + 8] of a first fold, folded on in halves (m + 4,
+// then m + 2, then m + 1), in place: how the vector paths fold their registers.
 double sum_halves(double* folded) {
   for (int64_t width = kDotLanes / 4; width >= 1; width /= 2)
     for (int64_t m = 0; m < width; ++m) folded[m] += folded[m + width];
   return folded[0];
 }
 
+// The 16 lanes folded in halves: l[m] + l[m + 8], then sum_halves.
 double sum_lanes(const double* lanes) {
   double folded[kDotLanes / 2];
   for (int64_t m = 0; m < kDotLanes / 2; ++m) folded[m] = lanes[m] + lanes[m + kDotLanes / 2];

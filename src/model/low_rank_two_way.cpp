@@ -384,12 +384,6 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
   return im;
 }
 
-LowRankTwoWayTransformer::Output LowRankTwoWayTransformer::forward(const Tensor& tokens,
-                                                                   const TransformerImageInput& input,
-                                                                   const LowRankImage& image, int threads) const {
-  return std::move(forward(std::vector<Tensor>{tokens}, input, image, threads).front());
-}
-
 std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     const std::vector<Tensor>& tokens, const TransformerImageInput& input, const LowRankImage& image,
     int threads) const {
@@ -615,23 +609,32 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     });
   }
 
-  ScopedStage stage("decoder: final token -> image attention");
-  std::vector<Tensor> q(count);
-  std::vector<PromptImageRows> rows(count);
+  std::vector<Output> out(count);
   for (size_t g = 0; g < count; ++g) {
-    q[g] = with_pe(g);
-    rows[g] = {&row_scale2[g], coef[g].data(), coef_stride(g), &final_basis[g]};
+    out[g] = {queries[g], tokens[g], {row_scale2[g], coef[g], final_basis[g], second_.norm4.bias}};
+  }
+  return out;
+}
+
+std::vector<Tensor> LowRankTwoWayTransformer::final_tokens(const std::vector<const Output*>& prompts, int64_t first,
+                                                           int64_t count, const LowRankImage& image,
+                                                           int threads) const {
+  ScopedStage stage("decoder: final token -> image attention");
+  std::vector<Tensor> queries(prompts.size()), q(prompts.size());
+  std::vector<PromptImageRows> rows(prompts.size());
+  for (size_t g = 0; g < prompts.size(); ++g) {
+    const Output& p = *prompts[g];
+    queries[g] = p.queries.rows(first, count);
+    q[g] = add(queries[g], p.query_pe.rows(first, count));
+    rows[g] = {&p.keys.row_scale, p.keys.coef.data(), p.keys.coef.dim(1), &p.keys.basis};
   }
   const std::vector<Tensor> attn_out =
       attend_factored_rows(final_attn_, q,
                            {image.final_keys_shared, image.final_keys_const, image.final_values_shared,
                             image.final_values_const},
                            rows, threads);
-  std::vector<Output> out(count);
-  for (size_t g = 0; g < count; ++g) {
-    out[g] = {final_norm_(add(queries[g], attn_out[g])),
-              {row_scale2[g], coef[g], final_basis[g], second_.norm4.bias}};
-  }
+  std::vector<Tensor> out(prompts.size());
+  for (size_t g = 0; g < prompts.size(); ++g) out[g] = final_norm_(add(queries[g], attn_out[g]));
   return out;
 }
 

@@ -70,21 +70,28 @@ class LowRankTwoWayTransformer {
 
   LowRankImage prepare_image(const TransformerImageInput& input, const Tensor& image_pe, int threads) const;
 
+  // The tokens after the two blocks, before the final token -> image
+  // attention, and the image rows after them (what that attention reads).
   struct Output {
-    Tensor queries;  // [T, C]
+    Tensor queries;    // [T, C]
+    Tensor query_pe;   // [T, C]: the tokens as given (their own position encoding)
     LowRankKeys keys;
   };
-  // tokens [T, C] (also their own position encoding). Image rows are processed in
-  // fixed blocks shared by `threads` workers: the result does not depend on the
-  // thread count.
-  Output forward(const Tensor& tokens, const TransformerImageInput& input, const LowRankImage& image,
-                 int threads) const;
-  // Several prompts' tokens in lockstep: every step's per-image arrays (keys,
-  // values, queries, statistics: ~30 MB for Tiny) are read a block of rows at a
-  // time for all of them, instead of streamed from memory once per prompt.
-  // Output g equals forward(tokens[g], ...) bit for bit.
+  // Several prompts' tokens [T_g, C] in lockstep: every step's per-image arrays
+  // (keys, values, queries, statistics: ~30 MB for Tiny) are read a block of
+  // rows at a time for all of them, instead of streamed from memory once per
+  // prompt. Image rows are processed in fixed blocks shared by `threads`
+  // workers: the result does not depend on the thread count, and output g
+  // equals that of a group of one bit for bit.
   std::vector<Output> forward(const std::vector<Tensor>& tokens, const TransformerImageInput& input,
                               const LowRankImage& image, int threads) const;
+  // The final attention and norm of each prompt's token rows [first, first +
+  // count): [count, C] each. Its tokens attend to the image independently of
+  // each other, so a caller computes only the output tokens it reads, when it
+  // reads them (the IoU token first, the mask tokens for the masks it keeps);
+  // each row's result depends only on the same call's arguments.
+  std::vector<Tensor> final_tokens(const std::vector<const Output*>& prompts, int64_t first, int64_t count,
+                                   const LowRankImage& image, int threads) const;
 
  private:
   // Copies of the transformer's weights (tensor handles share the storage).

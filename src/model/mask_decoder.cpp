@@ -25,6 +25,8 @@ constexpr float kLayerNorm2dEps = 1e-6f;
 // Rows of the E x E token grid per block of the upscaling pass: 2 rows make
 // 8 rows of the 4E x 4E map, a few hundred KB of scratch per thread.
 constexpr int64_t kUpscaleRowBlock = 2;
+// The transformer's first output tokens: the object score's and the IoU's.
+constexpr int64_t kScoreTokens = 2;
 // Image rows per block of the per-image projection (as in the transformer).
 constexpr int64_t kImageRowBlock = 256;
 
@@ -127,7 +129,7 @@ TransformerImageInput MaskDecoder::prepare_dense(const DecoderImageState& image,
 
 Tensor MaskDecoder::tokens(const Tensor& sparse) const {
   const int64_t num_sparse = sparse.numel() / config_.embed_dim(), c = config_.embed_dim();
-  // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]
+  // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]: kScoreTokens, then the mask tokens
   Tensor tokens({2 + num_mask_tokens_ + num_sparse, c});
   float* row = tokens.data();
   row = std::copy_n(obj_score_token_.data(), c, row);
@@ -137,17 +139,21 @@ Tensor MaskDecoder::tokens(const Tensor& sparse) const {
   return tokens;
 }
 
-Tensor MaskDecoder::output_heads(const Tensor& hs, MaskDecoderOutput& result) const {
+void MaskDecoder::score_heads(const Tensor& score_tokens, MaskDecoderOutput& result) const {
+  ScopedStage stage("decoder: output heads");
+  result.object_score_logit = obj_score_head_(token_row(score_tokens, 0))[0];
+  result.iou = iou_head_(token_row(score_tokens, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
+}
+
+Tensor MaskDecoder::hypernetwork_weights(const Tensor& mask_tokens) const {
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
   ScopedStage stage("decoder: output heads");
   const int64_t up_c = upscale3_b_.numel();
   Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
   for (int t = 0; t < num_mask_tokens_; ++t) {
-    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(hs, 2 + t));
+    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(mask_tokens, t));
     std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
   }
-  result.iou = iou_head_(token_row(hs, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
-  result.object_score_logit = obj_score_head_(token_row(hs, 0))[0];
   return hyper;
 }
 
@@ -204,8 +210,9 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
   MaskDecoderOutput result;
-  const Tensor hyper = output_heads(out.queries, result);
+  score_heads(out.queries.rows(0, kScoreTokens), result);
   if (wanted && !wanted(result.iou)) return result;
+  const Tensor hyper = hypernetwork_weights(out.queries.rows(kScoreTokens, num_mask_tokens_));
   upscale(
       image, {&hyper},
       [&](size_t, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
@@ -237,17 +244,31 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
   for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
   const std::vector<LowRankTwoWayTransformer::Output> out =
       low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, threads);
+  // The final attention for the score tokens of every prompt, then for the mask
+  // tokens of the prompts whose masks are wanted: the other tokens' outputs are
+  // never read.
+  std::vector<const LowRankTwoWayTransformer::Output*> every(count), kept;
+  for (size_t g = 0; g < count; ++g) every[g] = &out[g];
+  const std::vector<Tensor> score_tokens = low_rank_->final_tokens(every, 0, kScoreTokens, image.low_rank, threads);
+  std::vector<MaskDecoderOutput*> upscaled;
+  for (size_t g = 0; g < count; ++g) {
+    score_heads(score_tokens[g], results[g]);
+    if (wanted && !wanted(results[g].iou)) continue;
+    kept.push_back(&out[g]);
+    upscaled.push_back(&results[g]);
+  }
+  if (upscaled.empty()) return results;
+  const std::vector<Tensor> mask_tokens =
+      low_rank_->final_tokens(kept, kScoreTokens, num_mask_tokens_, image.low_rank, threads);
   // The first ConvTranspose of each prompt's factored rows: row_scale * (shared
   // taps) + coef (basis taps) + (bias taps + the layer's bias), then the scatter.
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4;
   std::vector<Tensor> hypers, basis_taps, bias_taps;
   std::vector<const LowRankKeys*> keys;
-  std::vector<MaskDecoderOutput*> upscaled;
-  for (size_t g = 0; g < count; ++g) {
-    Tensor hyper = output_heads(out[g].queries, results[g]);
-    if (wanted && !wanted(results[g].iou)) continue;
-    const LowRankKeys& k = out[g].keys;
+  for (size_t u = 0; u < kept.size(); ++u) {
+    hypers.push_back(hypernetwork_weights(mask_tokens[u]));
+    const LowRankKeys& k = kept[u]->keys;
     const int64_t r = k.basis.dim(0);
     Tensor basis = Tensor::uninitialized({r, taps}), bias = Tensor::uninitialized({1, taps});
     gemm({.m = r, .n = taps, .k = c, .a = k.basis.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
@@ -255,13 +276,10 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
     for (int64_t j = 0; j < taps; ++j) bias[j] = upscale0_b_[j % up1_c];
     gemm({.m = 1, .n = taps, .k = c, .a = k.bias.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
           .b_transposed = false, .c = bias.data(), .ldc = taps, .accumulate = true});
-    hypers.push_back(std::move(hyper));
     basis_taps.push_back(std::move(basis));
     bias_taps.push_back(std::move(bias));
     keys.push_back(&k);
-    upscaled.push_back(&results[g]);
   }
-  if (upscaled.empty()) return results;
   std::vector<const Tensor*> hyper_of(hypers.size());
   for (size_t u = 0; u < hypers.size(); ++u) hyper_of[u] = &hypers[u];
   upscale(

@@ -72,8 +72,12 @@ class MaskDecoder {
 
  private:
   Tensor tokens(const Tensor& sparse) const;
-  // The heads on the transformer's output tokens hs; returns the hypernetwork weights [T, C/8].
-  Tensor output_heads(const Tensor& hs, MaskDecoderOutput& result) const;
+  // The IoU and object-score heads on the final object-score and IoU tokens
+  // (the transformer's first kScoreTokens output rows).
+  void score_heads(const Tensor& score_tokens, MaskDecoderOutput& result) const;
+  // The hypernetworks on the final mask tokens [M, C]: each mask's weights of
+  // the upscaled map's channels [M, C/8].
+  Tensor hypernetwork_weights(const Tensor& mask_tokens) const;
   // The upscaling pass of one or more prompts (hypers[g], results[g]);
   // first_conv(g, i0, rows, skip, up1, scratch) writes prompt g's first
   // ConvTranspose output (bias included) plus skip (those rows of feat_s1) for

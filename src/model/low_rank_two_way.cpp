@@ -39,6 +39,14 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return y;
 }
 
+// The rows `which` of t [T, C], in that order: [which.size(), C].
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& which) {
+  const int64_t c = t.dim(1);
+  Tensor out = Tensor::uninitialized({static_cast<int64_t>(which.size()), c});
+  for (size_t i = 0; i < which.size(); ++i) std::copy_n(t.data() + which[i] * c, c, out.data() + static_cast<int64_t>(i) * c);
+  return out;
+}
+
 float inverse_std(double sum_of_squares, int64_t c) {
   return static_cast<float>(1.0 / std::sqrt(sum_of_squares / static_cast<double>(c) + kLayerNormEps));
 }
@@ -616,16 +624,16 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   return out;
 }
 
-std::vector<Tensor> LowRankTwoWayTransformer::final_tokens(const std::vector<const Output*>& prompts, int64_t first,
-                                                           int64_t count, const LowRankImage& image,
-                                                           int threads) const {
+std::vector<Tensor> LowRankTwoWayTransformer::final_tokens(const std::vector<const Output*>& prompts,
+                                                           const std::vector<int64_t>& token_rows,
+                                                           const LowRankImage& image, int threads) const {
   ScopedStage stage("decoder: final token -> image attention");
   std::vector<Tensor> queries(prompts.size()), q(prompts.size());
   std::vector<PromptImageRows> rows(prompts.size());
   for (size_t g = 0; g < prompts.size(); ++g) {
     const Output& p = *prompts[g];
-    queries[g] = p.queries.rows(first, count);
-    q[g] = add(queries[g], p.query_pe.rows(first, count));
+    queries[g] = gather_rows(p.queries, token_rows);
+    q[g] = add(queries[g], gather_rows(p.query_pe, token_rows));
     rows[g] = {&p.keys.row_scale, p.keys.coef.data(), p.keys.coef.dim(1), &p.keys.basis};
   }
   const std::vector<Tensor> attn_out =

@@ -85,12 +85,12 @@ class LowRankTwoWayTransformer {
   // equals that of a group of one bit for bit.
   std::vector<Output> forward(const std::vector<Tensor>& tokens, const TransformerImageInput& input,
                               const LowRankImage& image, int threads) const;
-  // The final attention and norm of each prompt's token rows [first, first +
-  // count): [count, C] each. Its tokens attend to the image independently of
-  // each other, so a caller computes only the output tokens it reads, when it
-  // reads them (the IoU token first, the mask tokens for the masks it keeps);
-  // each row's result depends only on the same call's arguments.
-  std::vector<Tensor> final_tokens(const std::vector<const Output*>& prompts, int64_t first, int64_t count,
+  // The final attention and norm of the rows token_rows of each prompt's
+  // tokens: [token_rows.size(), C] each. Tokens attend to the image
+  // independently of each other, so a caller computes only the output tokens it
+  // reads, when it reads them (the IoU token first, the mask tokens for the
+  // masks it keeps); each row's result depends only on the same call's arguments.
+  std::vector<Tensor> final_tokens(const std::vector<const Output*>& prompts, const std::vector<int64_t>& token_rows,
                                    const LowRankImage& image, int threads) const;
 
  private:

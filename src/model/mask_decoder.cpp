@@ -25,8 +25,8 @@ constexpr float kLayerNorm2dEps = 1e-6f;
 // Rows of the E x E token grid per block of the upscaling pass: 2 rows make
 // 8 rows of the 4E x 4E map, a few hundred KB of scratch per thread.
 constexpr int64_t kUpscaleRowBlock = 2;
-// The transformer's first output tokens: the object score's and the IoU's.
-constexpr int64_t kScoreTokens = 2;
+// Rows of the decoder's tokens: [object score, IoU, mask tokens..., prompt tokens...].
+constexpr int64_t kObjectScoreToken = 0, kIouToken = 1, kFirstMaskToken = 2;
 // Image rows per block of the per-image projection (as in the transformer).
 constexpr int64_t kImageRowBlock = 256;
 
@@ -129,7 +129,7 @@ TransformerImageInput MaskDecoder::prepare_dense(const DecoderImageState& image,
 
 Tensor MaskDecoder::tokens(const Tensor& sparse) const {
   const int64_t num_sparse = sparse.numel() / config_.embed_dim(), c = config_.embed_dim();
-  // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]: kScoreTokens, then the mask tokens
+  // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]
   Tensor tokens({2 + num_mask_tokens_ + num_sparse, c});
   float* row = tokens.data();
   row = std::copy_n(obj_score_token_.data(), c, row);
@@ -139,19 +139,20 @@ Tensor MaskDecoder::tokens(const Tensor& sparse) const {
   return tokens;
 }
 
-void MaskDecoder::score_heads(const Tensor& score_tokens, MaskDecoderOutput& result) const {
+void MaskDecoder::iou_head(const Tensor& iou_token, MaskDecoderOutput& result) const {
   ScopedStage stage("decoder: output heads");
-  result.object_score_logit = obj_score_head_(token_row(score_tokens, 0))[0];
-  result.iou = iou_head_(token_row(score_tokens, 1)).reshaped({static_cast<int64_t>(num_mask_tokens_)});
+  result.iou = iou_head_(iou_token).reshaped({static_cast<int64_t>(num_mask_tokens_)});
 }
 
-Tensor MaskDecoder::hypernetwork_weights(const Tensor& mask_tokens) const {
+Tensor MaskDecoder::mask_heads(const Tensor& final_tokens, int64_t object_row, int64_t first_mask_row,
+                               MaskDecoderOutput& result) const {
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
   ScopedStage stage("decoder: output heads");
+  result.object_score_logit = obj_score_head_(token_row(final_tokens, object_row))[0];
   const int64_t up_c = upscale3_b_.numel();
   Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
   for (int t = 0; t < num_mask_tokens_; ++t) {
-    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(mask_tokens, t));
+    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(final_tokens, first_mask_row + t));
     std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
   }
   return hyper;
@@ -210,9 +211,9 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
   MaskDecoderOutput result;
-  score_heads(out.queries.rows(0, kScoreTokens), result);
+  iou_head(token_row(out.queries, kIouToken), result);
   if (wanted && !wanted(result.iou)) return result;
-  const Tensor hyper = hypernetwork_weights(out.queries.rows(kScoreTokens, num_mask_tokens_));
+  const Tensor hyper = mask_heads(out.queries, kObjectScoreToken, kFirstMaskToken, result);
   upscale(
       image, {&hyper},
       [&](size_t, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
@@ -244,22 +245,23 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
   for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
   const std::vector<LowRankTwoWayTransformer::Output> out =
       low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, threads);
-  // The final attention for the score tokens of every prompt, then for the mask
-  // tokens of the prompts whose masks are wanted: the other tokens' outputs are
-  // never read.
+  // The final attention for the IoU token of every prompt, then for the object
+  // score and mask tokens of the prompts whose masks are wanted: the prompt
+  // tokens' outputs are never read.
   std::vector<const LowRankTwoWayTransformer::Output*> every(count), kept;
   for (size_t g = 0; g < count; ++g) every[g] = &out[g];
-  const std::vector<Tensor> score_tokens = low_rank_->final_tokens(every, 0, kScoreTokens, image.low_rank, threads);
+  const std::vector<Tensor> iou_tokens = low_rank_->final_tokens(every, {kIouToken}, image.low_rank, threads);
   std::vector<MaskDecoderOutput*> upscaled;
   for (size_t g = 0; g < count; ++g) {
-    score_heads(score_tokens[g], results[g]);
+    iou_head(iou_tokens[g], results[g]);
     if (wanted && !wanted(results[g].iou)) continue;
     kept.push_back(&out[g]);
     upscaled.push_back(&results[g]);
   }
   if (upscaled.empty()) return results;
-  const std::vector<Tensor> mask_tokens =
-      low_rank_->final_tokens(kept, kScoreTokens, num_mask_tokens_, image.low_rank, threads);
+  std::vector<int64_t> mask_rows{kObjectScoreToken};
+  for (int64_t t = 0; t < num_mask_tokens_; ++t) mask_rows.push_back(kFirstMaskToken + t);
+  const std::vector<Tensor> mask_tokens = low_rank_->final_tokens(kept, mask_rows, image.low_rank, threads);
   // The first ConvTranspose of each prompt's factored rows: row_scale * (shared
   // taps) + coef (basis taps) + (bias taps + the layer's bias), then the scatter.
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
@@ -267,7 +269,7 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
   std::vector<Tensor> hypers, basis_taps, bias_taps;
   std::vector<const LowRankKeys*> keys;
   for (size_t u = 0; u < kept.size(); ++u) {
-    hypers.push_back(hypernetwork_weights(mask_tokens[u]));
+    hypers.push_back(mask_heads(mask_tokens[u], 0, 1, *upscaled[u]));
     const LowRankKeys& k = kept[u]->keys;
     const int64_t r = k.basis.dim(0);
     Tensor basis = Tensor::uninitialized({r, taps}), bias = Tensor::uninitialized({1, taps});

@@ -19,11 +19,12 @@ namespace sam2rt {
 struct MaskDecoderOutput {
   Tensor masks;                    // [T, L, L], T = num_multimask_outputs + 1 mask tokens
   Tensor iou;                      // [T] (sigmoid applied)
-  float object_score_logit = 0;
+  float object_score_logit = 0;    // with the masks: 0 where the IoU filter skipped them
 };
 
 // Asked with the prompt's IoU predictions [T] before the upscaling: false when
-// none of its masks will be read, and the upscaling is skipped (masks stays empty).
+// none of its masks will be read, and the mask tokens, the object score and the
+// upscaling are skipped (masks stays empty).
 using MasksWanted = std::function<bool(const Tensor& iou)>;
 
 // What the decoder reuses across prompts on one image, channels-last.
@@ -72,12 +73,13 @@ class MaskDecoder {
 
  private:
   Tensor tokens(const Tensor& sparse) const;
-  // The IoU and object-score heads on the final object-score and IoU tokens
-  // (the transformer's first kScoreTokens output rows).
-  void score_heads(const Tensor& score_tokens, MaskDecoderOutput& result) const;
-  // The hypernetworks on the final mask tokens [M, C]: each mask's weights of
-  // the upscaled map's channels [M, C/8].
-  Tensor hypernetwork_weights(const Tensor& mask_tokens) const;
+  // The IoU head on the final IoU token [1, C].
+  void iou_head(const Tensor& iou_token, MaskDecoderOutput& result) const;
+  // The object-score head on row object_row of the final tokens, and the
+  // hypernetworks on the mask tokens from row first_mask_row: returns each
+  // mask's weights of the upscaled map's channels [M, C/8].
+  Tensor mask_heads(const Tensor& final_tokens, int64_t object_row, int64_t first_mask_row,
+                    MaskDecoderOutput& result) const;
   // The upscaling pass of one or more prompts (hypers[g], results[g]);
   // first_conv(g, i0, rows, skip, up1, scratch) writes prompt g's first
   // ConvTranspose output (bias included) plus skip (those rows of feat_s1) for

@@ -98,8 +98,11 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
   if (image.on_device()) {
     decoded = decode_on_device(image.device(), prompts, results, count);
     for (size_t g = 0; g < count; ++g) {
-      // As MaskDecoder, which skips their upscaling (prompts without mask input only).
-      if (wanted && prompts[g].mask_input.empty() && !wanted(decoded[g].iou)) decoded[g].masks = Tensor();
+      // As MaskDecoder, which skips their object score and upscaling (prompts without mask input only).
+      if (wanted && prompts[g].mask_input.empty() && !wanted(decoded[g].iou)) {
+        decoded[g].masks = Tensor();
+        decoded[g].object_score_logit = 0;
+      }
     }
   } else if (count == 1 && !prompts[0].mask_input.empty()) {
     const DecoderImageState& cpu = image.cpu();

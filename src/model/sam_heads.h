@@ -88,8 +88,8 @@ class SamHeads {
   // skip_masks_iou_at_most (multimask only, prompts without mask input): a
   // prompt none of whose selected masks has a predicted IoU above it skips the
   // upscaling, and its low_res_masks and all_low_res_logits stay empty (its IoU
-  // predictions are set): the segment-everything IoU filter discards such masks
-  // unread.
+  // predictions are set, its object_score_logit is 0): the segment-everything
+  // IoU filter discards such masks unread.
   std::vector<MaskPrediction> predict_batch_low_res(const HeadsImage& image,
                                                     const std::vector<Prompt>& prompts, bool multimask, int orig_w,
                                                     int orig_h,

@@ -104,11 +104,21 @@ void scale_columns_into(const Tensor& b, const Tensor& g, Tensor& out, int64_t f
     for (int64_t j = 0; j < c; ++j) out[(first + i) * c + j] = b[i * c + j] * g[j];
 }
 
-// basis [R, C] projected by a Linear weight [D, C] without bias: [R, D].
-Tensor project_rows(const Tensor& basis, const Tensor& weight) {
-  Tensor y = Tensor::uninitialized({basis.dim(0), weight.dim(0)});
-  project(basis.data(), basis.dim(1), basis.dim(0), weight, y.data(), weight.dim(0));
-  return y;
+// Each (head, token) row of split [heads * T, head_dim] (split_heads' layout)
+// seen through its head's rows of a Linear weight [D, C]: row (h, j) =
+// split_{h,j} W_h, [heads * T, C]. A prompt's few tokens are multiplied into
+// the weight rather than its R basis rows: heads * T * head_dim * C
+// multiply-adds (then heads * T * R * C for the dots with the basis) against
+// R * C * D, a quarter to a half of the work for R of 64-129 and T of 1-8.
+Tensor through_heads(const Tensor& split, const Tensor& weight, int64_t heads) {
+  const int64_t pairs = split.dim(0), t = pairs / heads, head_dim = split.dim(1), c = weight.dim(1);
+  Tensor out = Tensor::uninitialized({pairs, c});
+  for (int64_t h = 0; h < heads; ++h) {
+    gemm({.m = t, .n = c, .k = head_dim, .a = split.data() + h * t * head_dim, .lda = head_dim,
+          .b = weight.data() + h * head_dim * c, .ldb = c, .b_transposed = false, .c = out.data() + h * t * c,
+          .ldc = c});
+  }
+  return out;
 }
 
 std::vector<double> row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c) {
@@ -177,18 +187,15 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
   const int64_t n = x.keys_shared.dim(0), width = attn.internal_dim();
   const int64_t heads = attn.num_heads, head_dim = width / heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  std::vector<Tensor> queries(count), basis_values(count), basis_scores(count), probs(count);
+  std::vector<Tensor> queries(count), basis_scores(count), probs(count);
   for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].basis->dim(0);
+    const int64_t pairs = heads * q_in[g].dim(0), r = prompts[g].basis->dim(0), c = prompts[g].basis->dim(1);
     queries[g] = split_heads(attn.q_proj(q_in[g]), heads, scale);
-    const Tensor basis_keys = project_rows(*prompts[g].basis, attn.k_proj.weight);
-    basis_values[g] = project_rows(*prompts[g].basis, attn.v_proj.weight);
+    // The queries' dots with the basis rows' keys: (q_h Wk_h) . basis_r.
+    const Tensor queries_in_c = through_heads(queries[g], attn.k_proj.weight, heads);
     basis_scores[g] = Tensor::uninitialized({pairs, r});
-    for (int64_t h = 0; h < heads; ++h) {
-      gemm({.m = t, .n = r, .k = head_dim, .a = queries[g].data() + h * t * head_dim, .lda = head_dim,
-            .b = basis_keys.data() + h * head_dim, .ldb = width, .b_transposed = true,
-            .c = basis_scores[g].data() + h * t * r, .ldc = r});
-    }
+    gemm({.m = pairs, .n = r, .k = c, .a = queries_in_c.data(), .lda = c, .b = prompts[g].basis->data(), .ldb = c,
+          .b_transposed = true, .c = basis_scores[g].data(), .ldc = r});
     probs[g] = image_sized({n, pairs});
   }
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
@@ -218,12 +225,18 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
   std::vector<Tensor> out(count);
   for (size_t g = 0; g < count; ++g) {
     const int64_t t = q_in[g].dim(0), pairs = probs[g].dim(1), r = prompts[g].basis->dim(0);
+    const int64_t c = prompts[g].basis->dim(1);
     Tensor with_coef = Tensor::uninitialized({pairs, r});
     gemm({.m = pairs, .n = r, .k = n, .a = probs[g].data(), .lda = pairs, .b = prompts[g].coef, .ldb = prompts[g].ldc,
           .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
+    // The basis part of the mixed values, (with_coef basis) Wv_h^T per head: the
+    // few (head, query) rows go through the basis, not the R basis rows through Wv.
+    Tensor coef_in_c = Tensor::uninitialized({pairs, c});
+    gemm({.m = pairs, .n = c, .k = r, .a = with_coef.data(), .lda = r, .b = prompts[g].basis->data(), .ldb = c,
+          .b_transposed = false, .c = coef_in_c.data(), .ldc = c});
     for (int64_t h = 0; h < heads; ++h) {
-      gemm({.m = t, .n = head_dim, .k = r, .a = with_coef.data() + h * t * r, .lda = r,
-            .b = basis_values[g].data() + h * head_dim, .ldb = width, .b_transposed = false,
+      gemm({.m = t, .n = head_dim, .k = c, .a = coef_in_c.data() + h * t * c, .lda = c,
+            .b = attn.v_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = true,
             .c = mixed[g].data() + h * head_dim, .ldc = width, .accumulate = true});
     }
     out[g] = Tensor({t, attn.out_proj.out_features()});
@@ -547,12 +560,12 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       scale_columns_into(basis, g2, final_basis[g], 0);
       for (int64_t j = 0; j < c; ++j) final_basis[g][r * c + j] = image.c_centered[j] * g2[j];
       // The queries' part from block 0's update, (a1 P0) (basis0 Wq^T), enters
-      // the scores as (a1 P0) times basis0's queries' dots with the keys:
-      // [pairs0, pairs1] per prompt instead of a [HW, D] product.
-      const Tensor basis_queries = project_rows(basis0[g], image_to_token1.q_proj.weight);
+      // the scores as (a1 P0) times basis0's queries' dots with the keys,
+      // basis0 . (k_h Wq_h): [pairs0, pairs1] per prompt instead of a [HW, D] product.
+      const Tensor keys_in_c = through_heads(keys2[g], image_to_token1.q_proj.weight, heads1);
       basis_scores2[g] = Tensor::uninitialized({pairs0, pairs1});
-      head_dots({.rows = pairs0, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = basis_queries.data(),
-                 .ldx = d_q2, .vectors = keys2[g].data(), .out = basis_scores2[g].data(), .ldo = pairs1});
+      gemm({.m = pairs0, .n = pairs1, .k = c, .a = basis0[g].data(), .lda = c, .b = keys_in_c.data(), .ldb = c,
+            .b_transposed = true, .c = basis_scores2[g].data(), .ldc = pairs1});
       row_scale2[g] = image_sized({n});
     }
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {

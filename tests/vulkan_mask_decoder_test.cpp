@@ -120,17 +120,22 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
 
 // predict_masks_batch of `sparse` runs as `programs` programs, each one
 // submission, one upload and one download, and each prompt's outputs are its
-// own decode's bit for bit.
+// own decode's bit for bit. Each program has as many dispatches as the
+// one-prompt program (every op over the batch is one dispatch; micro's
+// attentions have too few keys to go through the scores, which lavapipe runs
+// batch by batch).
 void expect_batch_in_programs(const Backend& device, const DeviceMaskDecoder& decoder,
                               const DeviceDecoderFeatures& features, const std::vector<Tensor>& sparse,
                               int64_t programs) {
   const TransferCounts before = device.transfers();
   const std::vector<MaskDecoderOutput> batched = decoder.predict_masks_batch(features, sparse);
   const TransferCounts after = device.transfers();
+  const int64_t batch_dispatches = decoder.last_ops().dispatches;
   EXPECT_EQ(after.submissions - before.submissions, programs);
   EXPECT_EQ(after.uploads - before.uploads, programs);
   EXPECT_EQ(after.downloads - before.downloads, programs);
   EXPECT_TRUE(batch_against_each_alone(decoder, features, batched, sparse).bit_for_bit);
+  EXPECT_EQ(batch_dispatches, decoder.last_ops().dispatches);  // the last prompt's, alone
 }
 
 // Five prompts of one token count (point pairs and boxes) in one program: one

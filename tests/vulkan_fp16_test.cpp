@@ -291,8 +291,7 @@ constexpr double kFp16TinyDecoderLogitTolerance = 4.0 / 64;
 
 using VulkanMaskDecoderTinyFp16 = VulkanFp16Test;
 
-// A subset of the golden runs, for lavapipe's seconds per Tiny decode (about
-// 12 on fp16 storage, whose attention does not go through the scores): a box
+// A subset of the golden runs, for lavapipe's seconds per Tiny decode: a box
 // (its single-mask run keeps token 0 as stable) and a point with a mask input
 // (falls back to a multimask token), each multimask and single mask. The
 // selection the predictor makes is the goldens'; the stability score's value

@@ -10,6 +10,9 @@
 // one; on lavapipe, where every read of a lane is a gather, that is most of the
 // time. Each output sums its products sequentially in k order in fp32.
 // Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...), 3 ReLU.
+// A dispatch's z groups are independent products of the same shapes (the mask
+// decoder's prompts: each one's hypernetwork outputs against its own upscaled
+// map), x, w and y each *_batch elements further on per batch; the bias is shared.
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x = 16, local_size_y = 16) in;
 
@@ -28,15 +31,18 @@ layout(push_constant) uniform Push {
   uint y_base, ldy;
   uint epilogue, has_bias;
   uint ldw, w_step;
+  uint x_batch, w_batch, y_batch;  // batch strides (dispatch z: the batch)
 } p;
 
 void main() {
   uint o0 = gl_WorkGroupID.x * kTile + gl_LocalInvocationID.x;
   uint r0 = gl_WorkGroupID.y * kTile + gl_LocalInvocationID.y;
+  uint x_base = p.x_base + gl_WorkGroupID.z * p.x_batch, w_base = p.w_base + gl_WorkGroupID.z * p.w_batch,
+       y_base = p.y_base + gl_WorkGroupID.z * p.y_batch;
   // Rows and outputs past the end read the last valid one (their sums are not stored).
   uint xi[kPer], wi[kPer];
-  [[unroll]] for (uint i = 0; i < kPer; ++i) xi[i] = p.x_base + min(r0 + 16 * i, p.rows - 1) * p.ldx;
-  [[unroll]] for (uint j = 0; j < kPer; ++j) wi[j] = p.w_base + min(o0 + 16 * j, p.out_features - 1) * p.ldw;
+  [[unroll]] for (uint i = 0; i < kPer; ++i) xi[i] = x_base + min(r0 + 16 * i, p.rows - 1) * p.ldx;
+  [[unroll]] for (uint j = 0; j < kPer; ++j) wi[j] = w_base + min(o0 + 16 * j, p.out_features - 1) * p.ldw;
   float acc[kPer][kPer];
   [[unroll]] for (uint i = 0; i < kPer; ++i) {
     [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] = 0.0;
@@ -57,7 +63,7 @@ void main() {
       if (o >= p.out_features) continue;
       float sum = acc[i][j];
       if (p.has_bias != 0) sum += float(b[p.b_base + o]);
-      uint yi = p.y_base + r * p.ldy + o;
+      uint yi = y_base + r * p.ldy + o;
       if (p.epilogue == 1) {
         sum = gelu(sum);
       } else if (p.epilogue == 2) {

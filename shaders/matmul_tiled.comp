@@ -10,7 +10,8 @@
 // same arithmetic, fewer memory reads. Out-of-range rows, outputs and k read
 // zeros (the products they add are +0). The loops of fixed length are unrolled:
 // only the loop over k0 remains, which llvmpipe's cap of 65535 loop iterations
-// per invocation allows for any in_features below a million.
+// per invocation allows for any in_features below a million. Batches (the
+// dispatch's z) as matmul.comp.
 layout(local_size_x = 16, local_size_y = 16) in;
 
 const uint kTile = 64;   // outputs and rows per workgroup
@@ -29,6 +30,7 @@ layout(push_constant) uniform Push {
   uint y_base, ldy;
   uint epilogue, has_bias;
   uint ldw, w_step;  // w[o, k] at w_base + o * ldw + k * w_step, as matmul.comp
+  uint x_batch, w_batch, y_batch;  // batch strides, as matmul.comp
 } p;
 
 // [row or output][k], padded by one column against bank conflicts.
@@ -39,6 +41,8 @@ void main() {
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   uint thread = ty * 16 + tx;
   uint o0 = gl_WorkGroupID.x * kTile, r0 = gl_WorkGroupID.y * kTile;
+  uint x_base = p.x_base + gl_WorkGroupID.z * p.x_batch, w_base = p.w_base + gl_WorkGroupID.z * p.w_batch,
+       y_base = p.y_base + gl_WorkGroupID.z * p.y_batch;
   float acc[kPer][kPer];
   [[unroll]] for (uint i = 0; i < kPer; ++i) {
     [[unroll]] for (uint j = 0; j < kPer; ++j) acc[i][j] = 0.0;
@@ -50,8 +54,8 @@ void main() {
       uint t = e / kSlice, k = e % kSlice;
       uint r = r0 + t, o = o0 + t, kk = k0 + k;
       bool in_k = kk < p.in_features;
-      x_slice[t][k] = (r < p.rows && in_k) ? float(x[p.x_base + r * p.ldx + kk]) : 0.0;
-      w_slice[t][k] = (o < p.out_features && in_k) ? float(w[p.w_base + o * p.ldw + kk * p.w_step]) : 0.0;
+      x_slice[t][k] = (r < p.rows && in_k) ? float(x[x_base + r * p.ldx + kk]) : 0.0;
+      w_slice[t][k] = (o < p.out_features && in_k) ? float(w[w_base + o * p.ldw + kk * p.w_step]) : 0.0;
     }
     barrier();
     [[unroll]] for (uint k = 0; k < kSlice; ++k) {
@@ -72,7 +76,7 @@ void main() {
       if (o >= p.out_features) continue;
       float value = acc[i][j];
       if (p.has_bias != 0) value += float(b[p.b_base + o]);
-      uint yi = p.y_base + r * p.ldy + o;
+      uint yi = y_base + r * p.ldy + o;
       if (p.epilogue == 1) {
         value = gelu(value);
       } else if (p.epilogue == 2) {

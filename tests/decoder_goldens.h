@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,10 @@ void expect_thresholded_masks_match(const Tensor& masks, const std::string& png_
 struct DecoderTolerances {
   double logit = 0;  // embeddings and mask logits
   double score = 0;  // IoU predictions and the object score
+  // The single-mask stability score of token 0 (a fraction of pixels), or
+  // none: not compared (fp16 storage, whose logit errors may move pixels across
+  // its +-1 thresholds; the selection it decides is compared either way).
+  std::optional<double> stability = 1e-6;
 };
 
 // One golden run (a prompt with multimask on or off) of a case.
@@ -193,7 +198,9 @@ int expect_golden_runs_match(const DecoderCase& c, const SamHeads& heads, Decode
       } else {
         const bool single = run["single_mask_token_used"].get<bool>();
         EXPECT_EQ(pred.single_mask_token_used, single);
-        EXPECT_NEAR(pred.stability_score_token0, run["stability_score_token0"].get<double>(), 1e-6);
+        if (tolerance.stability) {
+          EXPECT_NEAR(pred.stability_score_token0, run["stability_score_token0"].get<double>(), *tolerance.stability);
+        }
         EXPECT_EQ(pred.token_indices, std::vector<int>{single ? 0 : run["fallback_multimask_index"].get<int>() + 1});
       }
       case_checks(r, pred);

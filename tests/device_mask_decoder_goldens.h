@@ -17,6 +17,7 @@
 #include "model/mask_decoder.h"
 #include "model/mask_postprocess.h"
 #include "model/prompt_encoder.h"
+#include "random_tensor.h"
 
 namespace sam2rt::testing {
 
@@ -38,7 +39,7 @@ struct DecoderErrors {
   double score = 0;          // IoUs and object scores
 };
 
-// Decodes every golden prompt (with a mask input: its dense embedding) on the micro features at `tolerance`.
+// Decodes every golden prompt (one with a mask input) on the micro features at `tolerance`.
 inline DecoderErrors expect_micro_goldens(
     const DeviceMaskDecoder& decoder, const DeviceDecoderFeatures& features,
     DecoderTolerances tolerance = {kDeviceDecoderLogitTolerance, kDeviceDecoderScoreTolerance}) {
@@ -63,8 +64,7 @@ inline DecoderErrors expect_micro_goldens(
   for (const GoldenPrompt& g : c.prompts) {
     SCOPED_TRACE(g.name);
     const Tensor sparse = prompt_encoder.embed_sparse(g.prompt, c.orig_w, c.orig_h);
-    const Tensor mask_dense = g.prompt.mask_input.empty() ? Tensor() : prompt_encoder.embed_dense(g.prompt);
-    const MaskDecoderOutput out = decoder.predict_masks(features, sparse, mask_dense);
+    const MaskDecoderOutput out = decoder.predict_masks(features, sparse, g.prompt.mask_input);
     EXPECT_EQ(out.masks.shape(), (Shape{tokens, l, l}));
     expect_logits(out.masks, c.at(g.name + ".all_low_res_logits"));
     expect_scores(out.iou, c.at(g.name + ".all_iou"));
@@ -91,8 +91,9 @@ inline DecoderErrors expect_micro_goldens(
     }
     // The CPU decoder on the same prompt.
     const MaskDecoderOutput reference =
-        mask_dense.empty() ? cpu.predict_masks(image, sparse, 1)
-                           : cpu.predict_masks(image, cpu.prepare_dense(image, mask_dense, 1), sparse, 1);
+        g.prompt.mask_input.empty()
+            ? cpu.predict_masks(image, sparse, 1)
+            : cpu.predict_masks(image, cpu.prepare_dense(image, prompt_encoder.embed_dense(g.prompt), 1), sparse, 1);
     expect_logits(out.masks, reference.masks);
     expect_scores(out.iou, reference.iou);
     expect_scores(scalar(out.object_score_logit), scalar(reference.object_score_logit));
@@ -121,6 +122,14 @@ inline std::vector<Tensor> micro_batch_sparse(int count) {
   return sparse;
 }
 
+// `count` mask inputs for micro prompts ([1, L, L] logits in [-8, 8)).
+inline std::vector<Tensor> micro_batch_mask_inputs(int count) {
+  const int64_t l = micro_decoder_case().config.low_res_mask_size();
+  std::vector<Tensor> masks;
+  for (int i = 0; i < count; ++i) masks.push_back(random_tensor({1, l, l}, 200 + static_cast<uint32_t>(i), 8.0f));
+  return masks;
+}
+
 // How far predict_masks_batch's results lie from each prompt decoded alone:
 // the largest absolute differences of the logits and of the scores (IoUs,
 // object score), and whether every bit is equal.
@@ -132,7 +141,8 @@ struct BatchDifference {
 inline BatchDifference batch_against_each_alone(const DeviceMaskDecoder& decoder,
                                                 const DeviceDecoderFeatures& features,
                                                 const std::vector<MaskDecoderOutput>& batched,
-                                                const std::vector<Tensor>& sparse) {
+                                                const std::vector<Tensor>& sparse,
+                                                const std::vector<Tensor>& mask_inputs = {}) {
   BatchDifference difference;
   EXPECT_EQ(batched.size(), sparse.size());
   auto same_bits = [](const Tensor& a, const Tensor& b) {
@@ -140,7 +150,7 @@ inline BatchDifference batch_against_each_alone(const DeviceMaskDecoder& decoder
            std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.numel())) == 0;
   };
   for (size_t i = 0; i < std::min(batched.size(), sparse.size()); ++i) {
-    const MaskDecoderOutput alone = decoder.predict_masks(features, sparse[i]);
+    const MaskDecoderOutput alone = decoder.predict_masks(features, sparse[i], mask_inputs.empty() ? Tensor() : mask_inputs[i]);
     const Tensor batched_score = vector_tensor({batched[i].object_score_logit});
     const Tensor alone_score = vector_tensor({alone.object_score_logit});
     difference.logit = std::max(difference.logit, max_abs_error(batched[i].masks, alone.masks));

@@ -27,7 +27,8 @@ TEST(DeviceMaskDecoderMicro, OnTheCpuBackendMatchesGoldens) {
 
 // A batch on the CPU backend: each prompt as decoded alone within the decoder
 // goldens' tolerances (not bit for bit: the CPU's GEMMs may block a batch's
-// rows differently); prompts of different token counts are refused.
+// rows differently), without and with mask inputs; prompts of different token
+// counts are refused, and mask inputs that are not one per prompt of [1, L, L].
 TEST(DeviceMaskDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
   const auto backend = std::make_shared<CpuBackend>();
   const auto decoder = micro_decoder(backend);
@@ -40,9 +41,20 @@ TEST(DeviceMaskDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
   EXPECT_LE(difference.score, kDeviceDecoderScoreTolerance);
   std::printf("  cpu backend: batch against alone: logits %.3g, scores %.3g, bit for bit %d\n", difference.logit,
               difference.score, difference.bit_for_bit ? 1 : 0);
+  // With mask inputs (their downscaling in the batch too).
+  const std::vector<Tensor> masks = micro_batch_mask_inputs(5);
+  const BatchDifference with_masks = batch_against_each_alone(
+      *decoder, features, decoder->predict_masks_batch(features, sparse, masks), sparse, masks);
+  EXPECT_LE(with_masks.logit, kDeviceDecoderLogitTolerance);
+  EXPECT_LE(with_masks.score, kDeviceDecoderScoreTolerance);
+  std::printf("  cpu backend: batch with mask inputs against alone: logits %.3g, scores %.3g, bit for bit %d\n",
+              with_masks.logit, with_masks.score, with_masks.bit_for_bit ? 1 : 0);
   const Tensor four_tokens({1, 4, micro_decoder_case().config.embed_dim()});
   EXPECT_THROW(decoder->predict_masks_batch(features, {sparse.front(), four_tokens}), Error);
   EXPECT_TRUE(decoder->predict_masks_batch(features, {}).empty());
+  // A mask input per prompt or none; each of the low-res mask's shape.
+  EXPECT_THROW(decoder->predict_masks_batch(features, sparse, {masks.front()}), Error);
+  EXPECT_THROW(decoder->predict_masks_batch(features, {sparse.front()}, {masks.front().reshaped({masks.front().numel()})}), Error);
 }
 
 TEST(DeviceMaskDecoderMicro, RefusesFeaturesOfAnotherShape) {

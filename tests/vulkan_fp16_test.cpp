@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "model/image_encoder.h"
 #include "model/synthetic_weights.h"
 #include "random_tensor.h"
+#include "tiny_decoder_case.h"
 #include "vulkan_test_context.h"
 
 namespace sam2rt::testing {
@@ -262,6 +264,60 @@ TEST_F(VulkanFp16Test, MicroDecoderMeetsTheGoldensWithinFp16Storage) {
   EXPECT_EQ(errors.runs, 10);
   EXPECT_GT(errors.logit, 1e-5) << "within fp32's tolerance, so not stored as fp16";
   std::printf("  fp16 decoder: max |err| logits %.2e, scores %.2e\n", errors.logit, errors.score);
+}
+
+// Batches on fp16 storage, without and with mask inputs: each prompt of a
+// batch is its own fp16 decode, bit for bit (the same kernels as fp32, narrowing
+// each stored value the same way whatever the batch).
+TEST_F(VulkanFp16Test, MicroDecoderBatchesAreEachPromptAloneBitForBit) {
+  const auto fp16 = device();
+  const auto decoder = micro_decoder(fp16);
+  const DeviceDecoderFeatures features = upload_decoder_features(*fp16, micro_decoder_case().features);
+  const std::vector<Tensor> sparse = micro_batch_sparse(5);
+  for (const std::vector<Tensor>& mask_inputs : {std::vector<Tensor>{}, micro_batch_mask_inputs(5)}) {
+    SCOPED_TRACE(mask_inputs.empty() ? "without mask inputs" : "with mask inputs");
+    const std::vector<MaskDecoderOutput> batched = decoder->predict_masks_batch(features, sparse, mask_inputs);
+    EXPECT_TRUE(batch_against_each_alone(*decoder, features, batched, sparse, mask_inputs).bit_for_bit);
+  }
+}
+
+// Tiny's decoder on fp16 storage through SamHeads, against the Tiny goldens,
+// at tolerances derived as micro's (4 units in the last place of a half at the
+// outputs' magnitude): the golden logits of the runs below reach 16.9
+// (stats.json, p3_box.mm), where halves are 2^-6 apart ([16, 32)); the IoUs
+// reach 0.76 and the object scores -0.82, within [0.5, 1) where they are
+// 2^-11 apart, as for micro.
+constexpr double kFp16TinyDecoderLogitTolerance = 4.0 / 64;
+
+using VulkanMaskDecoderTinyFp16 = VulkanFp16Test;
+
+// A subset of the golden runs, for lavapipe's seconds per Tiny decode: a box
+// (its single-mask run keeps token 0 as stable) and a point with a mask input
+// (falls back to a multimask token), each multimask and single mask. The
+// selection the predictor makes is the goldens'; the stability score's value
+// is not compared (DecoderTolerances::stability).
+TEST_F(VulkanMaskDecoderTinyFp16, SamHeadsOnTheDeviceMeetTheGoldensWithinFp16Storage) {
+  DecoderCase c = tiny_decoder_case();  // a copy sharing the tensors, to choose prompts
+  std::erase_if(c.prompts, [](const GoldenPrompt& g) {
+    return g.name != "p3_box" && g.name != "p5_point_mask";
+  });
+  ASSERT_EQ(c.prompts.size(), 2u);
+  const SamHeads heads(c.config, c.weights, device());
+  double worst_logit = 0, worst_score = 0;
+  const int runs = expect_golden_runs_match(
+      c, heads, {kFp16TinyDecoderLogitTolerance, kFp16DecoderScoreTolerance, std::nullopt},
+      [&](const GoldenRun& r, const MaskPrediction& pred) {
+        expect_tiny_run_matches(c, r, pred, kFp16TinyDecoderLogitTolerance);
+        worst_logit = std::max({worst_logit,
+                                max_abs_error(decimate(pred.low_res_masks, 4), c.at(r.key_prefix + ".low_res_masks.dec4")),
+                                max_abs_error(decimate(pred.masks, 8), c.at(r.key_prefix + ".masks.dec8"))});
+        worst_score = std::max(
+            {worst_score, max_abs_error(vector_tensor(pred.iou_predictions), c.at(r.key_prefix + ".iou_predictions")),
+             std::abs(static_cast<double>(pred.object_score_logit) - c.at(r.key_prefix + ".object_score_logits")[0])});
+      });
+  EXPECT_EQ(runs, 4);
+  EXPECT_GT(worst_logit, kDeviceDecoderLogitTolerance) << "within fp32's tolerance, so not stored as fp16";
+  std::printf("  tiny fp16 decoder: max |err| logits %.2e, scores %.2e\n", worst_logit, worst_score);
 }
 
 using VulkanEncoderTinyFp16 = VulkanFp16Test;

@@ -75,10 +75,13 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsOnTheDeviceMeetEveryGolden) {
   EXPECT_GT(heads.device_decoder_ops().ops_on_device, 0);
 }
 
-// A prompt with a mask input on an image whose features are on the device
-// only: two uploads (its tokens and its dense embedding) and one download (its
-// outputs), alone or in a batch, within the decoder's tolerances of the CPU's.
-TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
+// Prompts with a mask input on an image whose features are on the device
+// only: one upload (its tokens and its mask input; the device downscales it)
+// and one download (its outputs), within the decoder's tolerances of the
+// CPU's. In a batch with prompts without one (predict_batch, and
+// predict_batch_low_res, what everything --use-m2m refines with): a program
+// per token count and mask input or not, each prompt as decoded alone, bit for bit.
+TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeMaskInputsOnTheDeviceInBatches) {
   const DecoderCase& c = micro_decoder_case();
   const auto device = backend();
   const SamHeads heads(c.config, c.weights, device), cpu(c.config, c.weights);
@@ -95,48 +98,72 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeAMaskInputOnTheDevice) {
   ASSERT_NE(with_mask, nullptr);
   TransferCounts before = device->transfers();
   const MaskPrediction alone = heads.predict(image, *with_mask, true, c.orig_w, c.orig_h);
-  EXPECT_EQ(device->transfers().uploads - before.uploads, 2);
+  EXPECT_EQ(device->transfers().uploads - before.uploads, 1);
   EXPECT_EQ(device->transfers().downloads - before.downloads, 1);
   const MaskPrediction expected = cpu.predict(c.features, *with_mask, true, c.orig_w, c.orig_h);
   EXPECT_LE(max_abs_error(alone.low_res_masks, expected.low_res_masks), kDeviceDecoderLogitTolerance);
   EXPECT_LE(max_abs_error(vector_tensor(alone.all_iou), vector_tensor(expected.all_iou)), kDeviceDecoderScoreTolerance);
 
-  // In a batch between prompts without one: each prompt as decoded alone, bit for bit.
-  before = device->transfers();
-  const std::vector<Prompt> batch = {*with_mask, without_mask.front(), *with_mask, without_mask.back()};
-  const std::vector<MaskPrediction> decoded = heads.predict_batch(image, batch, true, c.orig_w, c.orig_h);
-  EXPECT_EQ(device->transfers().uploads - before.uploads, 6);
-  EXPECT_EQ(device->transfers().downloads - before.downloads, 4);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    SCOPED_TRACE("prompt " + std::to_string(i));
-    const MaskPrediction one = heads.predict(image, batch[i], true, c.orig_w, c.orig_h);
-    ASSERT_EQ(decoded[i].low_res_masks.shape(), one.low_res_masks.shape());
-    EXPECT_EQ(std::memcmp(decoded[i].low_res_masks.data(), one.low_res_masks.data(),
-                          sizeof(float) * one.low_res_masks.numel()),
-              0);
-    EXPECT_EQ(decoded[i].all_iou, one.all_iou);
+  // The golden mask input with another point, and another mask input with the golden point.
+  Prompt moved = *with_mask, remasked = *with_mask;
+  moved.points.front().x = 0.5f * static_cast<float>(c.orig_w);
+  remasked.mask_input = micro_batch_mask_inputs(1).front();
+  const std::vector<Prompt> batch = {*with_mask, without_mask.front(), moved, remasked, without_mask.back()};
+  const PromptEncoder prompt_encoder(c.config, c.weights);
+  std::set<std::pair<int64_t, bool>> programs;
+  for (const Prompt& p : batch) {
+    programs.insert({prompt_encoder.embed_sparse(p, c.orig_w, c.orig_h).dim(1), !p.mask_input.empty()});
+  }
+  for (const bool low_res : {false, true}) {
+    SCOPED_TRACE(low_res ? "predict_batch_low_res" : "predict_batch");
+    before = device->transfers();
+    const std::vector<MaskPrediction> decoded =
+        low_res ? heads.predict_batch_low_res(image, batch, true, c.orig_w, c.orig_h)
+                : heads.predict_batch(image, batch, true, c.orig_w, c.orig_h);
+    const TransferCounts after = device->transfers();
+    EXPECT_EQ(after.submissions - before.submissions, static_cast<int64_t>(programs.size()));
+    EXPECT_EQ(after.uploads - before.uploads, static_cast<int64_t>(programs.size()));
+    EXPECT_EQ(after.downloads - before.downloads, static_cast<int64_t>(programs.size()));
+    ASSERT_EQ(decoded.size(), batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      SCOPED_TRACE("prompt " + std::to_string(i));
+      const MaskPrediction one = heads.predict(image, batch[i], true, c.orig_w, c.orig_h);
+      ASSERT_EQ(decoded[i].all_low_res_logits.shape(), one.all_low_res_logits.shape());
+      EXPECT_EQ(std::memcmp(decoded[i].all_low_res_logits.data(), one.all_low_res_logits.data(),
+                            sizeof(float) * one.all_low_res_logits.numel()),
+                0);
+      EXPECT_EQ(decoded[i].all_iou, one.all_iou);
+      EXPECT_EQ(decoded[i].object_score_logit, one.object_score_logit);
+    }
   }
 }
 
-// predict_masks_batch of `sparse` runs as `programs` programs, each one
+// predict_masks_batch of `sparse` (with `mask_inputs`) runs as `programs` programs, each one
 // submission, one upload and one download, and each prompt's outputs are its
-// own decode's bit for bit.
+// own decode's bit for bit. Each program has as many dispatches as the
+// one-prompt program (every op over the batch is one dispatch; micro's
+// attentions have too few keys to go through the scores, which lavapipe runs
+// batch by batch).
 void expect_batch_in_programs(const Backend& device, const DeviceMaskDecoder& decoder,
                               const DeviceDecoderFeatures& features, const std::vector<Tensor>& sparse,
-                              int64_t programs) {
+                              int64_t programs, const std::vector<Tensor>& mask_inputs = {}) {
   const TransferCounts before = device.transfers();
-  const std::vector<MaskDecoderOutput> batched = decoder.predict_masks_batch(features, sparse);
+  const std::vector<MaskDecoderOutput> batched = decoder.predict_masks_batch(features, sparse, mask_inputs);
   const TransferCounts after = device.transfers();
+  const int64_t batch_dispatches = decoder.last_ops().dispatches;
   EXPECT_EQ(after.submissions - before.submissions, programs);
   EXPECT_EQ(after.uploads - before.uploads, programs);
   EXPECT_EQ(after.downloads - before.downloads, programs);
-  EXPECT_TRUE(batch_against_each_alone(decoder, features, batched, sparse).bit_for_bit);
+  EXPECT_TRUE(batch_against_each_alone(decoder, features, batched, sparse, mask_inputs).bit_for_bit);
+  EXPECT_EQ(batch_dispatches, decoder.last_ops().dispatches);  // the last prompt's, alone
 }
 
 // Five prompts of one token count (point pairs and boxes) in one program: one
 // submission, one upload (their tokens) and one download (their outputs);
 // each prompt's outputs are its own decode's bit for bit (the same ops per
-// row), with the kernels of this device and with the tiled ones GPUs get.
+// row), with the kernels of this device and with the tiled ones GPUs get. The
+// same prompts each with a mask input too: still one program, whose one
+// upload carries every prompt's tokens and mask input (the device downscales it).
 TEST_F(VulkanMaskDecoderMicro, ABatchIsOneSubmissionAndEachPromptAloneBitForBit) {
   for (const bool tiled : {false, true}) {
     SCOPED_TRACE(tiled ? "tiled kernels" : "this device's kernels");
@@ -146,8 +173,11 @@ TEST_F(VulkanMaskDecoderMicro, ABatchIsOneSubmissionAndEachPromptAloneBitForBit)
     ASSERT_GE(decoder->max_prompts_per_batch(), 5);
     const std::vector<Tensor> sparse = micro_batch_sparse(5);
     decoder->predict_masks(features, sparse.front());  // copies the features into the decoder's tensors
-    for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
-      expect_batch_in_programs(*device, *decoder, features, sparse, 1);
+    for (const std::vector<Tensor>& mask_inputs : {std::vector<Tensor>{}, micro_batch_mask_inputs(5)}) {
+      SCOPED_TRACE(mask_inputs.empty() ? "without mask inputs" : "with mask inputs");
+      for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
+        expect_batch_in_programs(*device, *decoder, features, sparse, 1, mask_inputs);
+      }
     }
   }
 }
@@ -221,15 +251,11 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsBatchPromptsOfEachTokenCountOnTheDevice) 
 using VulkanMaskDecoderTiny = VulkanBackendTest;
 
 // Tiny (synthetic weights, salt 0) through SamHeads on the device at the CPU
-// decoder's tolerances. lavapipe takes seconds per Tiny decode, so a subset of
-// the golden runs: a point, a box and a point with a mask input, each
-// multimask and single mask (the selection's both branches).
+// decoder's tolerances: every golden run (a point, two points, a box, a box
+// and a point, a point with a mask input, each multimask and single mask: the
+// selection's both branches). lavapipe takes seconds per Tiny decode.
 TEST_F(VulkanMaskDecoderTiny, SamHeadsOnTheDeviceMeetTheGoldens) {
-  DecoderCase c = tiny_decoder_case();  // a copy sharing the tensors, to choose prompts
-  std::erase_if(c.prompts, [](const GoldenPrompt& g) {
-    return g.name != "p1_point" && g.name != "p3_box" && g.name != "p5_point_mask";
-  });
-  ASSERT_EQ(c.prompts.size(), 3u);
+  const DecoderCase& c = tiny_decoder_case();
   const SamHeads heads(c.config, c.weights, backend());
   ASSERT_TRUE(heads.decodes_on_device());
   const auto start = std::chrono::steady_clock::now();
@@ -239,7 +265,7 @@ TEST_F(VulkanMaskDecoderTiny, SamHeadsOnTheDeviceMeetTheGoldens) {
                                             });
   std::printf("  tiny: %d golden runs on the device in %.1f s\n", runs,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  EXPECT_EQ(runs, 6);
+  EXPECT_EQ(runs, 10);
   const ProgramStats ops = heads.device_decoder_ops();
   EXPECT_GT(ops.ops, 0);
   EXPECT_EQ(ops.ops_on_device, ops.ops);

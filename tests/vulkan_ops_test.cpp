@@ -547,6 +547,54 @@ TEST_F(VulkanOpsTest, MatmulOfTwoActivationsMatchesTheCpu) {
   EXPECT_LE(scaled_max_error(download(dy, {rows, n}), expected), 2e-6);
 }
 
+// The hypernetwork products of a batch of prompts in one dispatch (its z
+// groups), each prompt's outputs against its own map: each batch's product
+// alone, bit for bit, and the CPU's within the GEMM tolerance; with this
+// device's kernel and the tiled one, and with bindings capped so that every
+// batch's rows are split into the same bands (70 rows, 3 bands).
+TEST_F(VulkanOpsTest, BatchedMatmulIsEachBatchAloneBitForBit) {
+  struct BatchCase {
+    int64_t rows, k, n;
+    uint64_t max_binding_bytes;
+    bool tiled;
+    size_t dispatches;
+  };
+  const int64_t batches = 3;
+  for (const BatchCase& c : std::vector<BatchCase>{
+           {4, 12, 300, 0, false, 1}, {4, 12, 300, 0, true, 1}, {70, 12, 9, 8192, false, 3}, {70, 12, 9, 8192, true, 3}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + " rows" + (c.tiled ? ", tiled" : "") +
+                 (c.max_binding_bytes > 0 ? ", capped bindings" : ""));
+    VulkanContextOptions options;
+    options.force_tiled_kernels = c.tiled;
+    options.max_binding_bytes = c.max_binding_bytes;
+    reopen(options);
+    const Tensor x = random_tensor({batches * c.rows, c.k}, 103), w = random_tensor({batches * c.n, c.k}, 104);
+    Tensor expected({batches * c.rows, c.n});
+    for (int64_t b = 0; b < batches; ++b) {
+      gemm({.m = c.rows, .n = c.n, .k = c.k, .a = x.data() + b * c.rows * c.k, .lda = c.k,
+            .b = w.data() + b * c.n * c.k, .ldb = c.k, .b_transposed = true, .c = expected.data() + b * c.rows * c.n,
+            .ldc = c.n});
+    }
+    const DeviceBuffer dx = upload(x), dw = upload(w), together = zeros(expected.numel()),
+                       alone = zeros(expected.numel());
+    CommandRecorder recorder(context());
+    ops().matmul(recorder, all_elements(dx), c.rows, all_elements(dw), {}, c.k, c.n, all_elements(together),
+                 Epilogue::none, batches);
+    EXPECT_EQ(recorder.dispatch_count(), c.dispatches);
+    for (int64_t b = 0; b < batches; ++b) {
+      auto block = [b](const DeviceBuffer& buffer, int64_t size) {
+        return DeviceElements{&buffer, static_cast<uint64_t>(b * size), static_cast<uint64_t>(size)};
+      };
+      ops().matmul(recorder, block(dx, c.rows * c.k), c.rows, block(dw, c.n * c.k), {}, c.k, c.n,
+                   block(alone, c.rows * c.n), Epilogue::none);
+    }
+    recorder.submit();
+    const Tensor batched = download(together, expected.shape()), each = download(alone, expected.shape());
+    EXPECT_EQ(std::memcmp(batched.data(), each.data(), sizeof(float) * static_cast<size_t>(each.numel())), 0);
+    EXPECT_LE(scaled_max_error(batched, expected), 2e-6);
+  }
+}
+
 TEST_F(VulkanOpsTest, ConvTranspose2x2MatchesTheCpu) {
   // The decoder's upscaling shape at a small size, with and without the skip addend.
   const int64_t height = 3, width = 5, in_channels = 12, out_channels = 7;

@@ -163,6 +163,7 @@ DeviceMaskDecoder::DeviceMaskDecoder(const ModelConfig& config, const WeightMap&
   std::copy_n(weights.at(p + "mask_tokens.weight").data(), num_mask_tokens_ * c, row);
   image_pe_ = b.constant(channels_last_rows(image_pe));
   no_mask_dense_ = b.constant(channels_last_rows(no_mask_dense));
+  mask_downscaling_ = std::make_unique<DeviceMaskDownscaling>(config, weights, b);
 
   const std::string t = p + "transformer.";
   const int64_t heads = config.decoder_num_heads;
@@ -248,6 +249,14 @@ void DeviceMaskDecoder::forward(Decode& decode) const {
   const int64_t prompts = decode.prompts;
   const DeviceTensor& query_pe = decode.tokens;
   const int64_t t = query_pe.dim(0) / prompts;  // tokens per prompt
+  const bool with_mask_inputs = !decode.mask_inputs.empty();
+  if (with_mask_inputs) {
+    // Each prompt's tokens and mask input, uploaded together, apart.
+    const int64_t token_values = t * c, mask_values = decode.mask_inputs.numel() / prompts;
+    const int64_t stride = token_values + mask_values;
+    b.copy_rows(decode.inputs, 0, stride, decode.tokens, 0, token_values, token_values, prompts);
+    b.copy_rows(decode.inputs, token_values, stride, decode.mask_inputs, 0, mask_values, mask_values, prompts);
+  }
   // x + y; the larger first where one is a tensor all prompts share (their
   // keys before the first image update): float addition commutes, bit for bit.
   auto add = [&b](const DeviceTensor& x, const DeviceTensor& y) {
@@ -265,12 +274,13 @@ void DeviceMaskDecoder::forward(Decode& decode) const {
   };
 
   // The two-way transformer (TwoWayTransformer.forward, TwoWayAttentionBlock),
-  // over the rows of every prompt. The keys (image side) start as one tensor
-  // the prompts share ([E*E, C]: src, or a mask input's) and become each
-  // prompt's own ([B * E*E, C]) at the first image-to-token update.
+  // over the rows of every prompt. The keys (image side) start as src, one
+  // tensor the prompts share ([E*E, C]), and become each prompt's own ([B *
+  // E*E, C]) at the first image-to-token update; with mask inputs they are
+  // each prompt's from the start: image_embed plus its dense embedding.
   DeviceTensor queries = query_pe;
   DeviceTensor keys = src_;
-  if (!decode.mask_dense.empty()) keys = add(image_embed_, decode.mask_dense);
+  if (with_mask_inputs) keys = add(image_embed_, (*mask_downscaling_)(b, decode.mask_inputs));
   for (const Block& block : blocks_) {
     if (block.skip_first_layer_pe) {
       const DeviceTensor attended = block.self_attn(b, queries, queries, queries, prompts, t, t);
@@ -347,28 +357,30 @@ MaskDecoderOutput DeviceMaskDecoder::unpack(const Tensor& outputs, int64_t promp
   return out;
 }
 
-Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Tensor& prompt_tokens,
-                                 const Tensor& dense_rows, int64_t prompts) const {
-  const int64_t t = prompt_tokens.dim(0) / prompts, c = config_.embed_dim(), e = config_.image_embedding_size();
-  const bool has_mask = !dense_rows.empty();
+Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Tensor& inputs, int64_t prompts,
+                                 int64_t tokens_per_prompt, bool with_mask_inputs) const {
+  const int64_t c = config_.embed_dim(), l = config_.low_res_mask_size();
   Backend& b = *backend_;
   std::lock_guard lock(b.run_mutex());
   set_image(features);
-  auto make_outputs = [&](Decode& d) { d.outputs = b.tensor({prompts * output_size()}); };
+  // The tensors a decode reads its inputs into and writes its outputs to.
+  auto allocate = [&](Decode& d, DeviceTensor uploaded) {
+    d.prompts = prompts;
+    d.inputs = std::move(uploaded);
+    d.tokens = with_mask_inputs ? b.tensor({prompts * tokens_per_prompt, c}) : d.inputs;
+    if (with_mask_inputs) d.mask_inputs = b.tensor({1, 1, prompts * l, l});
+    d.outputs = b.tensor({prompts * output_size()});
+  };
   Decode run_now;  // the CPU's: ops run when called
-  run_now.prompts = prompts;
   Decode* decode = &run_now;
   if (b.records()) {
-    const DecodeKey key{t, has_mask, prompts};
+    const DecodeKey key{tokens_per_prompt, with_mask_inputs, prompts};
     Decode& recorded = decodes_[key];
     if (recorded.program == nullptr) {
       ScopedStage stage("decoder: record");
       b.begin_program();
       try {
-        recorded.prompts = prompts;
-        recorded.tokens = b.tensor({prompts * t, c});
-        if (has_mask) recorded.mask_dense = b.tensor({e * e, c});
-        make_outputs(recorded);
+        allocate(recorded, b.tensor(inputs.shape()));
         forward(recorded);
       } catch (...) {
         b.end_program();
@@ -377,8 +389,7 @@ Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Te
       }
       recorded.program = b.end_program();
     }
-    b.write(recorded.tokens, prompt_tokens);
-    if (has_mask) b.write(recorded.mask_dense, dense_rows);
+    b.write(recorded.inputs, inputs);
     {
       ScopedStage stage("decoder on device");
       b.run(*recorded.program);
@@ -387,9 +398,7 @@ Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Te
     decode = &recorded;
   } else {
     const int64_t ops_before = b.ops_called();
-    run_now.tokens = b.input(prompt_tokens);
-    if (has_mask) run_now.mask_dense = b.input(dense_rows);
-    make_outputs(run_now);
+    allocate(run_now, b.input(inputs));
     forward(run_now);
     last_ops_ = {b.ops_called() - ops_before, 0, 0};
   }
@@ -398,19 +407,15 @@ Tensor DeviceMaskDecoder::decode(const DeviceDecoderFeatures& features, const Te
 }
 
 MaskDecoderOutput DeviceMaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
-                                                   const Tensor& mask_dense) const {
-  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
-  const bool has_mask = !mask_dense.empty();
-  if (has_mask && mask_dense.shape() != Shape{1, c, e, e}) {
-    throw Error("device mask decoder: the dense embedding has shape " + shape_to_string(mask_dense.shape()) +
-                ", expected " + shape_to_string({1, c, e, e}));
-  }
-  const Tensor dense_rows = has_mask ? channels_last_rows(mask_dense) : Tensor();
-  return unpack(decode(features, tokens(sparse), dense_rows, 1), 0);
+                                                   const Tensor& mask_input) const {
+  return predict_masks_batch(features, {sparse}, mask_input.empty() ? std::vector<Tensor>{}
+                                                                     : std::vector<Tensor>{mask_input})
+      .front();
 }
 
 std::vector<MaskDecoderOutput> DeviceMaskDecoder::predict_masks_batch(const DeviceDecoderFeatures& features,
-                                                                      const std::vector<Tensor>& sparse) const {
+                                                                      const std::vector<Tensor>& sparse,
+                                                                      const std::vector<Tensor>& mask_inputs) const {
   std::vector<MaskDecoderOutput> results;
   if (sparse.empty()) return results;
   for (const Tensor& prompt : sparse) {
@@ -419,18 +424,35 @@ std::vector<MaskDecoderOutput> DeviceMaskDecoder::predict_masks_batch(const Devi
                   shape_to_string(prompt.shape()) + " and " + shape_to_string(sparse.front().shape()));
     }
   }
+  const bool with_mask_inputs = !mask_inputs.empty();
+  const int64_t l = config_.low_res_mask_size();
+  if (with_mask_inputs && mask_inputs.size() != sparse.size()) {
+    throw Error("device mask decoder: " + std::to_string(mask_inputs.size()) + " mask inputs for " +
+                std::to_string(sparse.size()) + " prompts");
+  }
+  for (const Tensor& mask : mask_inputs) {
+    if (mask.shape() != Shape{1, l, l}) {
+      throw Error("device mask decoder: a mask input has shape " + shape_to_string(mask.shape()) + ", expected " +
+                  shape_to_string({1, l, l}));
+    }
+  }
   const int64_t total = static_cast<int64_t>(sparse.size()), cap = max_prompts_per_batch();
   const int64_t batches = (total + cap - 1) / cap, base = total / batches, longer = total % batches;
   results.reserve(sparse.size());
   for (int64_t k = 0, first = 0; k < batches; ++k) {
     const int64_t prompts = base + (k < longer ? 1 : 0);
-    const Tensor one = tokens(sparse[static_cast<size_t>(first)]);
-    Tensor batch_tokens({prompts * one.dim(0), one.dim(1)});
+    const int64_t t = tokens(sparse[static_cast<size_t>(first)]).dim(0);
+    const int64_t token_values = t * config_.embed_dim(), mask_values = with_mask_inputs ? l * l : 0;
+    // Per prompt its tokens, then its mask input (Decode::inputs).
+    Tensor inputs = with_mask_inputs ? Tensor({prompts * (token_values + mask_values)})
+                                     : Tensor({prompts * t, config_.embed_dim()});
     for (int64_t i = 0; i < prompts; ++i) {
-      const Tensor rows = i == 0 ? one : tokens(sparse[static_cast<size_t>(first + i)]);
-      std::copy(rows.begin(), rows.end(), batch_tokens.data() + i * rows.numel());
+      const size_t p = static_cast<size_t>(first + i);
+      const Tensor rows = tokens(sparse[p]);
+      float* at = std::copy(rows.begin(), rows.end(), inputs.data() + i * (token_values + mask_values));
+      if (with_mask_inputs) std::copy(mask_inputs[p].begin(), mask_inputs[p].end(), at);
     }
-    const Tensor outputs = decode(features, batch_tokens, Tensor(), prompts);
+    const Tensor outputs = decode(features, inputs, prompts, t, with_mask_inputs);
     for (int64_t i = 0; i < prompts; ++i) results.push_back(unpack(outputs, i));
     first += prompts;
   }

@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "core/weights.h"
 #include "model/config.h"
+#include "model/device_mask_downscaling.h"
 #include "model/features.h"
 #include "model/mask_decoder.h"
 
@@ -28,19 +29,17 @@ DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFea
 // upscaling with the high-resolution features, the hypernetwork MLPs and the
 // IoU and object-score heads. MaskDecoder's CPU shortcuts (the low-rank form,
 // attention folded into the weights) are not used: they pay on a CPU only.
-// On a device backend a prompt's decode is one program, recorded on the first
-// prompt of each token count and replayed: the prompt uploads its tokens
-// (a few hundred floats) and downloads the low-res logits, IoUs and object
-// score, packed into one tensor (one upload and one download per prompt). A
-// prompt with a mask input uploads its dense embedding too (the prompt
-// encoder's mask downscaling, computed on the CPU), which its program adds to
-// image_embed in place of the no-mask embedding: a program per (token count,
-// mask input or not). Prompts without mask input of one token count decode in
-// batches (predict_masks_batch): one program per (token count, batch size), one
-// upload of all the batch's tokens and one download of all its outputs; the
-// token-side ops run over the batch's rows, the attentions and the image-side
-// maps with a batch index (Backend's batched ops). Thread-safe: a decode holds
-// the backend's run_mutex().
+// A prompt with a mask input has its dense embedding computed here too (the
+// prompt encoder's mask downscaling, DeviceMaskDownscaling), which its program
+// adds to image_embed in place of the no-mask embedding.
+// On a device backend prompts decode in batches (predict_masks_batch; a
+// prompt alone is a batch of one): a program per (token count, mask input or
+// not, batch size), recorded on its first batch and replayed. A batch is one
+// upload (its prompts' tokens, a few hundred floats each, and their mask
+// inputs), one submission and one download (every prompt's low-res logits,
+// IoUs and object score, packed into one tensor). The token-side ops run over
+// the batch's rows, the attentions and the image-side maps with a batch index
+// (Backend's batched ops). Thread-safe: a decode holds the backend's run_mutex().
 class DeviceMaskDecoder {
  public:
   // image_pe: get_dense_pe() [1, C, E, E]; no_mask_dense: the dense embedding of
@@ -52,25 +51,28 @@ class DeviceMaskDecoder {
   int num_mask_tokens() const { return num_mask_tokens_; }
   Backend& backend() const { return *backend_; }
 
-  // sparse [1, N, C] (N may be 0) and, for a prompt with a mask input, its
-  // dense embedding [1, C, E, E] (empty: the no-mask one), on the image of
-  // `features`: every mask token's low-res logits, IoU and the object score,
-  // as MaskDecoder::predict_masks. The features
-  // are copied into the decoder's own tensors when they are not those of the
-  // previous call (which it keeps, so their storage is not reused meanwhile):
-  // prompts on one image copy them once. Error naming a feature of the wrong shape.
+  // sparse [1, N, C] (N may be 0) and, for a prompt with a mask input, that
+  // mask ([1, L, L], the low-res logits of an earlier prediction; empty: none),
+  // on the image of `features`: every mask token's low-res logits, IoU and the
+  // object score, as MaskDecoder::predict_masks on the prompt encoder's dense
+  // embedding. The features are copied into the decoder's own tensors when they
+  // are not those of the previous call (which it keeps, so their storage is not
+  // reused meanwhile): prompts on one image copy them once. Error naming a
+  // feature or a mask input of the wrong shape.
   MaskDecoderOutput predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
-                                  const Tensor& mask_dense = {}) const;
+                                  const Tensor& mask_input = {}) const;
 
-  // predict_masks of each of `sparse` (prompts without mask input, each [1, N,
-  // C] of one N), in order, decoded in batches of at most
-  // max_prompts_per_batch() prompts (near-equal sizes, so that a split batch
-  // replays few programs). Each result is that prompt's predict_masks, bit for
-  // bit where the backend's ops compute each row as they do for one prompt
-  // (the Vulkan backend's; the CPU's GEMMs may block rows differently). Error
-  // when the token counts differ.
+  // predict_masks of each of `sparse` (each [1, N, C] of one N) with its mask
+  // input, mask_inputs[i] (empty: no prompt has one), in order, decoded in
+  // batches of at most max_prompts_per_batch() prompts (near-equal sizes, so
+  // that a split batch replays few programs). Each result is that prompt's
+  // predict_masks, bit for bit where the backend's ops compute each row as they
+  // do for one prompt (the Vulkan backend's; the CPU's GEMMs may block rows
+  // differently). Error when the token counts differ, or when mask_inputs is
+  // neither empty nor one non-empty mask per prompt.
   std::vector<MaskDecoderOutput> predict_masks_batch(const DeviceDecoderFeatures& features,
-                                                     const std::vector<Tensor>& sparse) const;
+                                                     const std::vector<Tensor>& sparse,
+                                                     const std::vector<Tensor>& mask_inputs = {}) const;
 
   // Prompts one program decodes at most: kMaxPromptsPerBatch, fewer where a
   // batch's image-side tensors would exceed what the backend's ops take whole
@@ -86,29 +88,33 @@ class DeviceMaskDecoder {
   struct Attention;
   struct Block;
   struct Mlp;
-  // One decode's tensors, of B prompts of T tokens: their input tokens [B * T,
-  // C], the dense embedding of a mask input [E*E, C] (empty without; B is 1
-  // then), and their outputs packed into one tensor, so that a batch is one
-  // download: per prompt the masks [M, L * L], the IoUs [M] and the object
-  // score, in that order.
+  // One decode's tensors, of B prompts of T tokens: what a run uploads, their
+  // input tokens [B * T, C] and, with mask inputs, theirs [1, 1, B * L, L]
+  // (empty without), and their outputs packed into one tensor, so that a batch
+  // is one download: per prompt the masks [M, L * L], the IoUs [M] and the
+  // object score, in that order. Without mask inputs the uploaded tensor is
+  // the tokens; with them it holds per prompt its tokens, then its mask input
+  // (one upload), which the program copies apart.
   struct Decode {
     int64_t prompts = 1;
+    DeviceTensor inputs;
     DeviceTensor tokens;
-    DeviceTensor mask_dense;
+    DeviceTensor mask_inputs;
     DeviceTensor outputs;  // [B * (M * L * L + M + 1)]
     std::shared_ptr<Program> program;
   };
-  // Its key among the recorded programs: (token count, mask input, prompts).
+  // Its key among the recorded programs: (token count, mask inputs, prompts).
   using DecodeKey = std::tuple<int64_t, bool, int64_t>;
   // The fixed tokens and the sparse prompt embeddings of one prompt, [T, C].
   Tensor tokens(const Tensor& sparse) const;
   // Copies `features` into image_embed_, src_, feat_s1_ and feat_s0_ unless they are already there.
   void set_image(const DeviceDecoderFeatures& features) const;
-  // The decode of `prompts` prompts (`tokens`: theirs, [prompts * T, C]) on
-  // `features`, recorded or run: their outputs, packed as Decode::outputs.
-  Tensor decode(const DeviceDecoderFeatures& features, const Tensor& tokens, const Tensor& dense_rows,
-                int64_t prompts) const;
-  // The decode of `decode.tokens` into its outputs, as backend ops.
+  // The decode of `prompts` prompts of `tokens_per_prompt` tokens, with mask
+  // inputs or not, on `features`, recorded or run, from `inputs` (as
+  // Decode::inputs): their outputs, packed as Decode::outputs.
+  Tensor decode(const DeviceDecoderFeatures& features, const Tensor& inputs, int64_t prompts,
+                int64_t tokens_per_prompt, bool with_mask_inputs) const;
+  // The decode of `decode.inputs` into its outputs, as backend ops.
   void forward(Decode& decode) const;
   // Values of one prompt's packed outputs.
   int64_t output_size() const;
@@ -120,6 +126,7 @@ class DeviceMaskDecoder {
   Tensor fixed_tokens_;               // [2 + M, C]: obj_score_token, iou_token, mask_tokens
   DeviceTensor image_pe_;             // [E*E, C]
   DeviceTensor no_mask_dense_;        // [E*E, C]
+  std::unique_ptr<DeviceMaskDownscaling> mask_downscaling_;
   std::vector<Block> blocks_;
   std::unique_ptr<Attention> final_attention_;
   DeviceTensor final_norm_weight_, final_norm_bias_;

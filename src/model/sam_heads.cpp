@@ -78,10 +78,17 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
   {
     ScopedStage stage("decoder: prompt encoder");
     for (size_t g = 0; g < count; ++g) {
-      if (count > 1 && !prompts[g].mask_input.empty()) throw Error("a prompt with a mask input is decoded on its own");
+      const bool with_mask_input = !prompts[g].mask_input.empty();
+      if (count > 1 && with_mask_input && !image.on_device()) {
+        throw Error("a prompt with a mask input is decoded on its own on the CPU");
+      }
       results[g].sparse_embeddings = prompt_encoder_.embed_sparse(prompts[g], orig_w, orig_h);
-      results[g].dense_embeddings =
-          prompts[g].mask_input.empty() ? no_mask_dense_ : prompt_encoder_.embed_dense(prompts[g]);
+      // A device decoder computes a mask input's dense embedding itself.
+      if (!with_mask_input) {
+        results[g].dense_embeddings = no_mask_dense_;
+      } else if (!image.on_device()) {
+        results[g].dense_embeddings = prompt_encoder_.embed_dense(prompts[g]);
+      }
     }
   }
   MasksWanted wanted;

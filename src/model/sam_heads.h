@@ -29,7 +29,8 @@ struct MaskPrediction {
   std::vector<float> iou_predictions;  // M
   float object_score_logit = 0;
   Tensor sparse_embeddings;            // [1, N, C]
-  Tensor dense_embeddings;             // [1, C, E, E]; one shared read-only tensor for all prompts without mask input
+  Tensor dense_embeddings;             // [1, C, E, E]; one shared read-only tensor for all prompts without mask input;
+                                     // empty for a mask input decoded on a device (computed there)
   Tensor all_low_res_logits;           // [1, T, L, L], every mask token before selection
   std::vector<float> all_iou;          // T
   std::vector<int> token_indices;      // the mask token behind each returned mask
@@ -97,9 +98,10 @@ class SamHeads {
 
  private:
   // Everything but the upscaling to the original size for `count` prompts: one
-  // (any), or several without mask input, decoded in lockstep on the CPU
-  // (in batches of one token count on a device). masks is left
-  // empty and the selected low-res logits (unclamped) are returned in low_res_masks.
+  // (any), or several without mask input, decoded in lockstep on the CPU; any
+  // on a device, in batches of one token count with mask inputs or without.
+  // masks is left empty and the selected low-res logits (unclamped) are
+  // returned in low_res_masks.
   std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                      bool multimask, int orig_w, int orig_h, int threads,
                                      std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
@@ -111,10 +113,10 @@ class SamHeads {
                                                const std::function<void(MaskPrediction&)>& then) const;
 
   // The device decoder's part of decode: the outputs of `count` prompts whose
-  // embeddings `encoded` holds (a prompt with a mask input alone).
+  // sparse embeddings `encoded` holds.
   std::vector<MaskDecoderOutput> decode_on_device(const DeviceDecoderFeatures& features, const Prompt* prompts,
                                                   const std::vector<MaskPrediction>& encoded, size_t count) const;
-  // decode_in_groups on a device: runs of prompts without mask input batched there.
+  // decode_in_groups on a device: every prompt in device batches.
   std::vector<MaskPrediction> decode_in_groups_on_device(const HeadsImage& image, const std::vector<Prompt>& prompts,
                                                          bool multimask, int orig_w, int orig_h, int threads,
                                                          std::optional<float> skip_masks_iou_at_most,

@@ -1,5 +1,5 @@
 // SamHeads' decoding on a device (DeviceMaskDecoder): prompts batched per
-// token count there. The CPU path stays in sam_heads.cpp.
+// token count and mask input or not there. The CPU path stays in sam_heads.cpp.
 #include <exception>
 #include <map>
 #include <utility>
@@ -14,17 +14,19 @@ std::vector<MaskDecoderOutput> SamHeads::decode_on_device(const DeviceDecoderFea
                                                           const std::vector<MaskPrediction>& encoded,
                                                           size_t count) const {
   std::vector<MaskDecoderOutput> decoded(count);
-  if (count == 1 && !prompts[0].mask_input.empty()) {
-    decoded[0] = device_decoder_->predict_masks(features, encoded[0].sparse_embeddings, encoded[0].dense_embeddings);
-    return decoded;
+  // A batched program per (token count (points and box corners), mask input or not).
+  std::map<std::pair<int64_t, bool>, std::vector<size_t>> groups;
+  for (size_t g = 0; g < count; ++g) {
+    groups[{encoded[g].sparse_embeddings.numel(), !prompts[g].mask_input.empty()}].push_back(g);
   }
-  // A batched program per token count (points and box corners of each prompt).
-  std::map<int64_t, std::vector<size_t>> by_token_count;
-  for (size_t g = 0; g < count; ++g) by_token_count[encoded[g].sparse_embeddings.numel()].push_back(g);
-  for (const auto& [token_values, members] : by_token_count) {
-    std::vector<Tensor> sparse;
-    for (const size_t g : members) sparse.push_back(encoded[g].sparse_embeddings);
-    std::vector<MaskDecoderOutput> outputs = device_decoder_->predict_masks_batch(features, sparse);
+  for (const auto& [group, members] : groups) {
+    const bool with_mask_inputs = group.second;
+    std::vector<Tensor> sparse, mask_inputs;
+    for (const size_t g : members) {
+      sparse.push_back(encoded[g].sparse_embeddings);
+      if (with_mask_inputs) mask_inputs.push_back(prompts[g].mask_input);
+    }
+    std::vector<MaskDecoderOutput> outputs = device_decoder_->predict_masks_batch(features, sparse, mask_inputs);
     for (size_t i = 0; i < members.size(); ++i) decoded[members[i]] = std::move(outputs[i]);
   }
   return decoded;
@@ -33,22 +35,10 @@ std::vector<MaskDecoderOutput> SamHeads::decode_on_device(const DeviceDecoderFea
 std::vector<MaskPrediction> SamHeads::decode_in_groups_on_device(
     const HeadsImage& image, const std::vector<Prompt>& prompts, bool multimask, int orig_w, int orig_h, int threads,
     std::optional<float> skip_masks_iou_at_most, const std::function<void(MaskPrediction&)>& then) const {
-  // Runs of consecutive prompts without mask input, each decoded in device
-  // batches; a prompt with a mask input alone. The device serialises its
-  // programs, so the groups go one after the other; `then` (host work on each
-  // prediction) is shared by the threads.
-  std::vector<MaskPrediction> results;
-  results.reserve(prompts.size());
-  for (size_t i = 0; i < prompts.size();) {
-    size_t n = 1;
-    if (prompts[i].mask_input.empty()) {
-      while (i + n < prompts.size() && prompts[i + n].mask_input.empty()) ++n;
-    }
-    std::vector<MaskPrediction> decoded =
-        decode(image, prompts.data() + i, n, multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
-    for (MaskPrediction& r : decoded) results.push_back(std::move(r));
-    i += n;
-  }
+  // Every prompt in device batches (the device serialises its programs); `then`
+  // (host work on each prediction) is shared by the threads.
+  std::vector<MaskPrediction> results =
+      decode(image, prompts.data(), prompts.size(), multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
   if (then) {
     std::exception_ptr failure;
     const int64_t count = static_cast<int64_t>(results.size());

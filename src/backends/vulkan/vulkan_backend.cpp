@@ -276,13 +276,10 @@ void VulkanBackend::matmul_transposed(const DeviceTensor& x, const DeviceTensor&
                 shape_to_string(w.shape()) + "^T -> " + shape_to_string(y.shape()) + " do not match in " +
                 std::to_string(batches) + " batches");
   }
-  CommandRecorder& recorder = record("matmul_transposed");
-  // A GEMM per batch (its own "weight"), recorded into the same program.
-  for (int64_t i = 0; i < batches; ++i) {
-    ops_library_->matmul(recorder, elements_from(x, i * rows * k, "matmul_transposed"), rows,
-                         elements_from(w, i * n * k, "matmul_transposed"), DeviceElements{}, k, n,
-                         elements_from(y, i * rows * n, "matmul_transposed"), Epilogue::none);
-  }
+  // One GEMM dispatch over the batches, each block of w its own "weight".
+  ops_library_->matmul(record("matmul_transposed"), elements(x, "matmul_transposed"), rows,
+                       elements(w, "matmul_transposed"), DeviceElements{}, k, n, elements(y, "matmul_transposed"),
+                       Epilogue::none, batches);
 }
 
 void VulkanBackend::conv_transpose2x2(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,

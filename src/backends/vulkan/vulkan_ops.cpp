@@ -23,7 +23,8 @@ constexpr int64_t kMaxHeadDim = 128;  // attention.comp, attention_narrow.comp, 
 constexpr int64_t kMaxLoopIterations = 65535;
 
 struct MatmulPush {
-  uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias, ldw, w_step;
+  uint32_t rows, in_features, out_features, x_base, ldx, w_base, b_base, y_base, ldy, epilogue, has_bias, ldw, w_step,
+      x_batch, w_batch, y_batch;
 };
 struct LayerNormPush {
   uint32_t rows, channels, x_base, ldx, weight_base, bias_base, y_base, ldy;
@@ -204,46 +205,62 @@ void VulkanOps::linear(CommandRecorder& recorder, const DeviceLinear& layer, Dev
 }
 
 void VulkanOps::matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight,
-                       DeviceElements bias, int64_t in, int64_t out, DeviceElements y, Epilogue epilogue) const {
+                       DeviceElements bias, int64_t in, int64_t out, DeviceElements y, Epilogue epilogue,
+                       int64_t batches) const {
   gemm(recorder,
        {.x = x, .weight = weight, .bias = bias, .y = y, .rows = rows, .in = in, .out = out, .ldx = in, .ldw = in,
-        .ldy = out, .epilogue = epilogue},
+        .ldy = out, .epilogue = epilogue, .batches = batches, .x_batch = rows * in, .w_batch = out * in,
+        .y_batch = rows * out},
        "Vulkan linear");
 }
 
 void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const {
   if (g.rows < 1) throw Error(op + ": no rows");
   if (g.in < 1 || g.out < 1) throw Error(op + ": empty weight");
+  if (g.batches < 1 || g.x_batch < 0 || g.w_batch < 0 || g.y_batch < 0) {
+    throw Error(op + ": needs at least one batch and batch strides of 0 or more");
+  }
+  if (static_cast<uint64_t>(g.batches) > context_.limits().max_workgroup_count[2]) {
+    throw Error(op + ": " + std::to_string(g.batches) + " batches exceed the device's workgroup count");
+  }
   const uint64_t limit = context_.max_binding_bytes(), alignment = context_.limits().min_storage_buffer_offset_alignment;
   const uint64_t usable = limit > alignment ? limit - alignment : 0;
-  // A band of n rows spans less than n * max(ldx, ldy) elements of x and of y.
+  // A band of n rows spans less than n * max(ldx, ldy) elements of x and of y,
+  // after the first batch's band: (batches - 1) batch strides.
   const int64_t widest = std::max(g.ldx, g.ldy);
   const uint64_t widest_row = static_cast<uint64_t>(widest) * element_bytes();
+  const uint64_t later_batches =
+      static_cast<uint64_t>((g.batches - 1) * std::max(g.x_batch, g.y_batch)) * element_bytes();
   const int64_t band = std::min<int64_t>(
-      {g.rows, static_cast<int64_t>(usable / widest_row),
+      {g.rows, usable > later_batches ? static_cast<int64_t>((usable - later_batches) / widest_row) : 0,
        static_cast<int64_t>(kMatmulTile) * context_.limits().max_workgroup_count[1]});
   if (band < 1) {
-    throw Error(op + ": a row of " + std::to_string(widest) + " elements exceeds the " + std::to_string(limit) +
-                " bytes one binding may span on " + context_.device_name());
+    throw Error(op + ": a row of " + std::to_string(widest) + " elements in " + std::to_string(g.batches) +
+                " batch(es) exceeds the " + std::to_string(limit) + " bytes one binding may span on " +
+                context_.device_name());
   }
-  auto span = [](int64_t rows, int64_t ld, int64_t width) { return static_cast<uint64_t>((rows - 1) * ld + width); };
+  // Elements of `rows` rows of stride ld and `width` values in every batch.
+  auto span = [&g](int64_t rows, int64_t ld, int64_t width, int64_t batch) {
+    return static_cast<uint64_t>((g.batches - 1) * batch + (rows - 1) * ld + width);
+  };
   const bool has_bias = g.bias.buffer != nullptr;
-  const Bound weight_b = bind(g.weight, 0, span(g.out, g.ldw, (g.in - 1) * g.w_step + 1), op, "weight");
+  const Bound weight_b = bind(g.weight, 0, span(g.out, g.ldw, (g.in - 1) * g.w_step + 1, g.w_batch), op, "weight");
   const Bound bias_b = has_bias ? bind(g.bias, 0, static_cast<uint64_t>(g.out), op, "bias") : weight_b;  // bound but not read
   // Every band's operands are checked before the first one is recorded.
-  bind(g.x, 0, span(g.rows, g.ldx, g.in), op, "x");
-  bind(g.y, 0, span(g.rows, g.ldy, g.out), op, "y");
+  bind(g.x, 0, span(g.rows, g.ldx, g.in, g.x_batch), op, "x");
+  bind(g.y, 0, span(g.rows, g.ldy, g.out, g.y_batch), op, "y");
   for (int64_t r0 = 0; r0 < g.rows; r0 += band) {
     const int64_t n = std::min(band, g.rows - r0);
-    const Bound xb = bind(g.x, static_cast<uint64_t>(r0 * g.ldx), span(n, g.ldx, g.in), op, "x");
-    const Bound yb = bind(g.y, static_cast<uint64_t>(r0 * g.ldy), span(n, g.ldy, g.out), op, "y");
+    const Bound xb = bind(g.x, static_cast<uint64_t>(r0 * g.ldx), span(n, g.ldx, g.in, g.x_batch), op, "x");
+    const Bound yb = bind(g.y, static_cast<uint64_t>(r0 * g.ldy), span(n, g.ldy, g.out, g.y_batch), op, "y");
     const MatmulPush push{u32(n, op + ": rows"),          u32(g.in, op + ": in"),     u32(g.out, op + ": out"),
                           xb.base,                         u32(g.ldx, op + ": ldx"),   weight_b.base,
                           bias_b.base,                     yb.base,                    u32(g.ldy, op + ": ldy"),
                           static_cast<uint32_t>(g.epilogue), has_bias ? 1u : 0u,       u32(g.ldw, op + ": ldw"),
-                          u32(g.w_step, op + ": w_step")};
+                          u32(g.w_step, op + ": w_step"),  u32(g.x_batch, op + ": x batch stride"),
+                          u32(g.w_batch, op + ": weight batch stride"), u32(g.y_batch, op + ": y batch stride")};
     recorder.dispatch(tiled_ ? matmul_tiled_ : matmul_, {xb.range, weight_b.range, bias_b.range, yb.range}, push,
-                      {groups_for(g.out, kMatmulTile), groups_for(n, kMatmulTile), 1});
+                      {groups_for(g.out, kMatmulTile), groups_for(n, kMatmulTile), static_cast<uint32_t>(g.batches)});
   }
 }
 

@@ -81,8 +81,13 @@ class VulkanOps {
   // linear() with the weight [out, in] and bias [out] given as elements (bias
   // without a buffer: none): also the product of two activations, such as the
   // mask decoder's hypernetwork outputs [tokens, C] with its upscaled map [pixels, C].
+  // With batches > 1, x, weight and y each hold `batches` consecutive blocks of
+  // those shapes, block i of y the product of block i of x and of the weight
+  // (the bias shared): one dispatch (its z groups) per band, the batch's
+  // blocks of x and y in the same bindings.
   void matmul(CommandRecorder& recorder, DeviceElements x, int64_t rows, DeviceElements weight, DeviceElements bias,
-              int64_t in_features, int64_t out_features, DeviceElements y, Epilogue epilogue) const;
+              int64_t in_features, int64_t out_features, DeviceElements y, Epilogue epilogue,
+              int64_t batches = 1) const;
   // conv_transpose_2x2_stride2 on channels-last maps: x [height, width,
   // in_channels], weight [in_channels, out_channels, 2, 2] (PyTorch layout), bias
   // [out_channels] -> y [2 * height, 2 * width, out_channels], plus `add` (laid out
@@ -157,11 +162,13 @@ class VulkanOps {
                          std::initializer_list<BufferRange> bindings, const Push& push, int64_t count) const;
 
   // y[r, o] = epilogue(sum_k x[r * ldx + k] w[o * ldw + k * w_step] + b[o]) into
-  // y[r * ldy + o]: linear(), matmul() and the scores path of attention().
+  // y[r * ldy + o]: linear(), matmul() and the scores path of attention(). In
+  // `batches` batches, batch i's x, w and y *_batch * i elements further on.
   struct Gemm {
     DeviceElements x{}, weight{}, bias{}, y{};  // bias without a buffer: none
     int64_t rows = 0, in = 0, out = 0, ldx = 0, ldw = 0, w_step = 1, ldy = 0;
     Epilogue epilogue = Epilogue::none;
+    int64_t batches = 1, x_batch = 0, w_batch = 0, y_batch = 0;
   };
   void gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const;
   void attention_through_scores(CommandRecorder& recorder, const DeviceAttention& args) const;

@@ -259,6 +259,7 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
     upscaled.push_back(&results[g]);
   }
   if (upscaled.empty()) return results;
+  // Row 0 of each result the object score's token, rows 1.. the mask tokens.
   std::vector<int64_t> mask_rows{kObjectScoreToken};
   for (int64_t t = 0; t < num_mask_tokens_; ++t) mask_rows.push_back(kFirstMaskToken + t);
   const std::vector<Tensor> mask_tokens = low_rank_->final_tokens(kept, mask_rows, image.low_rank, threads);
@@ -267,7 +268,6 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4;
   std::vector<Tensor> hypers, basis_taps, bias_taps;
-  std::vector<const LowRankKeys*> keys;
   for (size_t u = 0; u < kept.size(); ++u) {
     hypers.push_back(mask_heads(mask_tokens[u], 0, 1, *upscaled[u]));
     const LowRankKeys& k = kept[u]->keys;
@@ -280,14 +280,13 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
           .b_transposed = false, .c = bias.data(), .ldc = taps, .accumulate = true});
     basis_taps.push_back(std::move(basis));
     bias_taps.push_back(std::move(bias));
-    keys.push_back(&k);
   }
   std::vector<const Tensor*> hyper_of(hypers.size());
   for (size_t u = 0; u < hypers.size(); ++u) hyper_of[u] = &hypers[u];
   upscale(
       image, hyper_of,
       [&](size_t u, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
-        const LowRankKeys& k = *keys[u];
+        const LowRankKeys& k = kept[u]->keys;
         const int64_t first = i0 * e, count_rows = rows * e, r = k.basis.dim(0);
         scale_rows_add(k.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
                        bias_taps[u].data(), 0, count_rows, taps, scratch, taps);

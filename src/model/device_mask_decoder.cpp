@@ -441,14 +441,15 @@ std::vector<MaskDecoderOutput> DeviceMaskDecoder::predict_masks_batch(const Devi
   results.reserve(sparse.size());
   for (int64_t k = 0, first = 0; k < batches; ++k) {
     const int64_t prompts = base + (k < longer ? 1 : 0);
-    const int64_t t = tokens(sparse[static_cast<size_t>(first)]).dim(0);
+    const Tensor first_rows = tokens(sparse[static_cast<size_t>(first)]);
+    const int64_t t = first_rows.dim(0);
     const int64_t token_values = t * config_.embed_dim(), mask_values = with_mask_inputs ? l * l : 0;
     // Per prompt its tokens, then its mask input (Decode::inputs).
     Tensor inputs = with_mask_inputs ? Tensor({prompts * (token_values + mask_values)})
                                      : Tensor({prompts * t, config_.embed_dim()});
     for (int64_t i = 0; i < prompts; ++i) {
       const size_t p = static_cast<size_t>(first + i);
-      const Tensor rows = tokens(sparse[p]);
+      const Tensor rows = i == 0 ? first_rows : tokens(sparse[p]);
       float* at = std::copy(rows.begin(), rows.end(), inputs.data() + i * (token_values + mask_values));
       if (with_mask_inputs) std::copy(mask_inputs[p].begin(), mask_inputs[p].end(), at);
     }

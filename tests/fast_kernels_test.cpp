@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -123,6 +124,23 @@ TEST(FastKernels, GroupSoftmaxEveryPathMatchesReference) {
         EXPECT_NEAR(actual[i], expected[i], 4e-6 * expected[i] + 1e-9) << simd_level_name(level) << " " << group;
       }
     }
+  }
+}
+
+// Groups of 8 (a one-click prompt's tokens) have their own AVX2 and AVX-512
+// paths, which spread the max and sum by the same lane swaps: equal bit for bit.
+TEST(FastKernels, GroupSoftmaxOfEightIsTheSameOnEveryVectorPath) {
+  const Tensor x = random_tensor({16, 8}, 6, 30.0f);
+  Tensor first;
+  for (SimdLevel level : available_levels()) {
+    if (level == SimdLevel::baseline) continue;
+    Tensor actual = x.clone();
+    softmax_groups(actual.data(), 16, 8, level);
+    if (first.numel() == 0) {
+      first = actual;
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(actual.data(), first.data(), actual.numel() * sizeof(float)), 0) << simd_level_name(level);
   }
 }
 

@@ -52,46 +52,75 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
   EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
 }
 
-// The decoder's own shape (16-channel heads, 8 tokens each): the vectorised path
-// where the CPU has it, strided input and output rows left untouched around it.
+std::vector<SimdLevel> available_levels() {
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::baseline, SimdLevel::avx2, SimdLevel::avx512}) {
+    if (l <= best_simd_level()) levels.push_back(l);
+  }
+  return levels;
+}
+
+// The decoder's own shape (16-channel heads, 8 tokens each), on every path the
+// CPU has (per-head GEMMs, AVX2, AVX-512), strided input and output rows left
+// untouched around it; the vectorised paths round alike, so they agree bit for bit.
 TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapeMatchReference) {
   const int64_t rows = 29, heads = 8, head_dim = 16, per_head = 8, ldx = heads * head_dim + 3;
   const int64_t ldo = heads * per_head + 5;
   const Tensor x = random_tensor({rows, ldx}, 11), vectors = random_tensor({heads * per_head, head_dim}, 12);
-  Tensor got = Tensor::filled({rows, ldo}, 7.0f), want = got.clone();
+  Tensor want = Tensor::filled({rows, ldo}, 7.0f);
   HeadDotsArgs args{.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = per_head, .x = x.data(),
-                    .ldx = ldx, .vectors = vectors.data(), .out = got.data(), .ldo = ldo};
-  head_dots(args);
-  args.out = want.data();
+                    .ldx = ldx, .vectors = vectors.data(), .out = want.data(), .ldo = ldo};
   head_dots_reference(args);
-  EXPECT_LE(max_abs_error(got, want), 2e-6);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = heads * per_head; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], 7.0f);
+  Tensor vectorised;
+  for (SimdLevel level : available_levels()) {
+    Tensor got = Tensor::filled({rows, ldo}, 7.0f);
+    args.out = got.data();
+    head_dots(args, level);
+    EXPECT_LE(max_abs_error(got, want), 2e-6) << simd_level_name(level);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = heads * per_head; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], 7.0f) << simd_level_name(level);
+    if (level == SimdLevel::baseline) continue;
+    if (vectorised.numel() == 0) {
+      vectorised = got;
+    } else {
+      EXPECT_EQ(std::memcmp(got.data(), vectorised.data(), got.numel() * sizeof(float)), 0) << simd_level_name(level);
+    }
+  }
 }
 
-// Both paths: the decoder's shape with a row scale (vectorised where the CPU can)
+// Every path: the decoder's shape with a row scale (vectorised where the CPU can)
 // and an odd one without (per-head GEMMs); outputs are added to what is there.
 TEST(LowRankDecoderKernels, HeadWeightedSumsMatchReference) {
   struct Shape3 {
     int64_t heads, head_dim, per_head;
     bool scaled;
   };
-  for (const Shape3 shape : {Shape3{8, 16, 8, true}, Shape3{3, 5, 4, false}}) {
+  for (const Shape3 shape : {Shape3{8, 16, 8, true}, Shape3{8, 16, 8, false}, Shape3{3, 5, 4, false}}) {
     const int64_t rows = 45, ldw = shape.heads * shape.per_head + 3, ldx = shape.heads * shape.head_dim + 2;
     const int64_t ldo = shape.heads * shape.head_dim + 1;
     const Tensor w = random_tensor({rows, ldw}, 21), x = random_tensor({rows, ldx}, 22);
     const Tensor row_scale = random_tensor({rows}, 23);
-    Tensor got = random_tensor({shape.per_head, ldo}, 24), want = got.clone();
+    const Tensor start = random_tensor({shape.per_head, ldo}, 24);
+    Tensor want = start.clone();
     HeadWeightedSumsArgs args{.rows = rows, .heads = shape.heads, .head_dim = shape.head_dim,
                               .per_head = shape.per_head, .w = w.data(), .ldw = ldw,
                               .row_scale = shape.scaled ? row_scale.data() : nullptr, .x = x.data(), .ldx = ldx,
-                              .out = got.data(), .ldo = ldo};
-    head_weighted_sums(args);
-    args.out = want.data();
+                              .out = want.data(), .ldo = ldo};
     head_weighted_sums_reference(args);
-    EXPECT_LE(max_abs_error(got, want), 2e-5) << shape.heads << " heads";
-    for (int64_t j = 0; j < shape.per_head; ++j) {
-      EXPECT_EQ(got[j * ldo + ldo - 1], want[j * ldo + ldo - 1]);
+    Tensor vectorised;
+    for (SimdLevel level : available_levels()) {
+      Tensor got = start.clone();
+      args.out = got.data();
+      head_weighted_sums(args, level);
+      EXPECT_LE(max_abs_error(got, want), 2e-5) << shape.heads << " heads, " << simd_level_name(level);
+      for (int64_t j = 0; j < shape.per_head; ++j) EXPECT_EQ(got[j * ldo + ldo - 1], want[j * ldo + ldo - 1]);
+      if (level == SimdLevel::baseline || shape.head_dim != 16) continue;
+      if (vectorised.numel() == 0) {
+        vectorised = got;
+      } else {
+        EXPECT_EQ(std::memcmp(got.data(), vectorised.data(), got.numel() * sizeof(float)), 0)
+            << simd_level_name(level);
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -15,9 +16,13 @@ namespace {
 // tokens per head for a one-point or box prompt (what segment-everything runs).
 constexpr int64_t kFastHeadDim = 16, kFastPerHead = 8;
 
-bool fits_fast_path(int64_t heads, int64_t head_dim, int64_t per_head) {
-  return head_dim == kFastHeadDim && per_head == kFastPerHead && heads % 2 == 0 &&
-         best_simd_level() >= SimdLevel::avx512;
+// Which vectorised path serves a shape at `level`; baseline means the per-head
+// GEMMs. AVX-512 takes two heads per register, AVX2 one.
+SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel level) {
+  if (head_dim != kFastHeadDim || per_head != kFastPerHead) return SimdLevel::baseline;
+  const SimdLevel usable = std::min(level, best_simd_level());
+  if (usable == SimdLevel::avx512 && heads % 2 == 0) return SimdLevel::avx512;
+  return usable >= SimdLevel::avx2 ? SimdLevel::avx2 : SimdLevel::baseline;
 }
 
 // Two heads per 16-lane register: lane (k, j) holds head (h + k)'s dot with its
@@ -110,12 +115,77 @@ bool fits_fast_path(int64_t heads, int64_t head_dim, int64_t per_head) {
   }
 }
 
+
+// One head per 8-lane register: lane j holds the row's dot with the head's
+// vector j, accumulated over d in the order of the AVX-512 path (a multiply,
+// then FMAs), so both paths round alike. The row's component d is broadcast
+// from memory; the transposed vectors are loaded once per d for four rows.
+[[gnu::target("avx2,fma")]] void head_dots_one_head_avx2(const HeadDotsArgs& a) {
+  // vt[h][d] = vectors[h, :, d] as 8 lanes.
+  alignas(32) float vt[64][kFastHeadDim][kFastPerHead];
+  for (int64_t h = 0; h < a.heads; ++h)
+    for (int64_t d = 0; d < kFastHeadDim; ++d)
+      for (int64_t j = 0; j < kFastPerHead; ++j) vt[h][d][j] = a.vectors[(h * kFastPerHead + j) * kFastHeadDim + d];
+  constexpr int64_t kRowsInFlight = 4;
+  int64_t i = 0;
+  for (; i + kRowsInFlight <= a.rows; i += kRowsInFlight) {
+    for (int64_t h = 0; h < a.heads; ++h) {
+      const float* x = a.x + i * a.ldx + h * kFastHeadDim;
+      __m256 acc[kRowsInFlight];
+      const __m256 v0 = _mm256_load_ps(vt[h][0]);
+      for (int64_t k = 0; k < kRowsInFlight; ++k) acc[k] = _mm256_mul_ps(_mm256_broadcast_ss(x + k * a.ldx), v0);
+      for (int d = 1; d < kFastHeadDim; ++d) {
+        const __m256 v = _mm256_load_ps(vt[h][d]);
+        for (int64_t k = 0; k < kRowsInFlight; ++k) {
+          acc[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k * a.ldx + d), v, acc[k]);
+        }
+      }
+      for (int64_t k = 0; k < kRowsInFlight; ++k) _mm256_storeu_ps(a.out + (i + k) * a.ldo + h * kFastPerHead, acc[k]);
+    }
+  }
+  for (; i < a.rows; ++i) {
+    for (int64_t h = 0; h < a.heads; ++h) {
+      const float* x = a.x + i * a.ldx + h * kFastHeadDim;
+      __m256 acc = _mm256_mul_ps(_mm256_broadcast_ss(x), _mm256_load_ps(vt[h][0]));
+      for (int d = 1; d < kFastHeadDim; ++d) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + d), _mm256_load_ps(vt[h][d]), acc);
+      _mm256_storeu_ps(a.out + i * a.ldo + h * kFastPerHead, acc);
+    }
+  }
+}
+
+// One head's half (8 of its 16 channels) at a time: 8 accumulators, one per
+// token, each row adding its x half (times its row scale) times the token's
+// weight, in the order and rounding of the AVX-512 path. Sixteen accumulators
+// (a whole head) would not leave AVX2's 16 registers room for the row.
+[[gnu::target("avx2,fma")]] void head_weighted_sums_half_heads_avx2(const HeadWeightedSumsArgs& a) {
+  constexpr int64_t kHalf = kFastHeadDim / 2;
+  for (int64_t h = 0; h < a.heads; ++h)
+    for (int64_t half = 0; half < 2; ++half) {
+      const int64_t channel = h * kFastHeadDim + half * kHalf;
+      __m256 acc[kFastPerHead];
+      for (__m256& v : acc) v = _mm256_setzero_ps();
+      for (int64_t i = 0; i < a.rows; ++i) {
+        __m256 x = _mm256_loadu_ps(a.x + i * a.ldx + channel);
+        if (a.row_scale != nullptr) x = _mm256_mul_ps(x, _mm256_set1_ps(a.row_scale[i]));
+        const float* w = a.w + i * a.ldw + h * kFastPerHead;
+        for (int64_t j = 0; j < kFastPerHead; ++j) acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), x, acc[j]);
+      }
+      for (int64_t j = 0; j < kFastPerHead; ++j) {
+        float* out = a.out + j * a.ldo + channel;
+        _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), acc[j]));
+      }
+    }
+}
+
 }  // namespace
 
-void head_weighted_sums(const HeadWeightedSumsArgs& a) {
-  if (fits_fast_path(a.heads, a.head_dim, a.per_head)) {
-    head_weighted_sums_two_heads_avx512(a);
-    return;
+void head_weighted_sums(const HeadWeightedSumsArgs& a) { head_weighted_sums(a, best_simd_level()); }
+
+void head_weighted_sums(const HeadWeightedSumsArgs& a, SimdLevel level) {
+  switch (fast_path(a.heads, a.head_dim, a.per_head, level)) {
+    case SimdLevel::avx512: return head_weighted_sums_two_heads_avx512(a);
+    case SimdLevel::avx2: return head_weighted_sums_half_heads_avx2(a);
+    case SimdLevel::baseline: break;
   }
   // Any other shape: each head's scaled weights [rows, per_head], then a GEMM
   // with them transposed.
@@ -147,10 +217,15 @@ void head_weighted_sums_reference(const HeadWeightedSumsArgs& a) {
       }
 }
 
-void head_dots(const HeadDotsArgs& a) {
-  if (fits_fast_path(a.heads, a.head_dim, a.per_head) && a.heads <= 64) {
-    head_dots_two_heads_avx512(a);
-    return;
+void head_dots(const HeadDotsArgs& a) { head_dots(a, best_simd_level()); }
+
+void head_dots(const HeadDotsArgs& a, SimdLevel level) {
+  // The transposed vectors live on the stack: up to 64 heads.
+  const SimdLevel path = a.heads <= 64 ? fast_path(a.heads, a.head_dim, a.per_head, level) : SimdLevel::baseline;
+  switch (path) {
+    case SimdLevel::avx512: return head_dots_two_heads_avx512(a);
+    case SimdLevel::avx2: return head_dots_one_head_avx2(a);
+    case SimdLevel::baseline: break;
   }
   for (int64_t h = 0; h < a.heads; ++h) {
     gemm({.m = a.rows, .n = a.per_head, .k = a.head_dim, .a = a.x + h * a.head_dim, .lda = a.ldx,

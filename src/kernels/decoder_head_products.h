@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "kernels/simd.h"
+
 namespace sam2rt {
 
 // Products that respect the attention heads of the mask decoder: row i of x holds
@@ -20,6 +22,10 @@ struct HeadDotsArgs {
 
 // out[i, h * per_head + j] = x[i, h * head_dim : (h + 1) * head_dim] . vectors[h * per_head + j]
 void head_dots(const HeadDotsArgs& args);
+// The path of `level` (capped by the CPU's), for tests: the decoder's shape
+// (16-channel heads, 8 vectors each) is vectorised at AVX2 and AVX-512, and both
+// round alike; any other shape runs per-head GEMMs.
+void head_dots(const HeadDotsArgs& args, SimdLevel level);
 
 // The plain loop (double accumulation) head_dots is tested against.
 void head_dots_reference(const HeadDotsArgs& args);
@@ -41,6 +47,7 @@ struct HeadWeightedSumsArgs {
   int64_t ldo = 0;
 };
 void head_weighted_sums(const HeadWeightedSumsArgs& args);
+void head_weighted_sums(const HeadWeightedSumsArgs& args, SimdLevel level);
 void head_weighted_sums_reference(const HeadWeightedSumsArgs& args);
 
 }  // namespace sam2rt

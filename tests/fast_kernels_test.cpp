@@ -63,6 +63,7 @@ TEST(FastKernels, SimdLevelHonoursTheEnvironmentCap) {
   }
   if (best_simd_level() < SimdLevel::avx2) {
     EXPECT_FALSE(gelu_path_supported(GeluPath::kAvx2));
+    EXPECT_FALSE(gelu_path_supported(GeluPath::kAvx2Float));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/png_writer.h"
+#include "kernels/stage_profile.h"
 #include "model_options.h"
 #include "photo_input.h"
 #include "staged_outputs.h"
@@ -148,6 +149,7 @@ struct EverythingCommand {
       if (!quiet) progress.update(done, total);
     });
     const double generate_ms = milliseconds_since(generate_start);
+    if (stage_profile_enabled()) stage_profile_print(stderr, 1);
 
     std::vector<std::string> png_names;
     for (size_t i = 0; i < masks.size() && !out_dir.empty(); ++i) {
@@ -195,7 +197,8 @@ void register_everything(CLI::App& app) {
       "Segment everything: Meta's SAM2AutomaticMaskGenerator (a grid of clicks over the photo and, with "
       "--crop-n-layers, over crops of it; filtered by predicted IoU and stability, de-duplicated by box NMS). "
       "Every official parameter is a flag of the same name with dashes. Writes the official records as JSON "
-      "(--json), one PNG per mask (--out-dir) and/or an overlay of all masks (--overlay).");
+      "(--json), one PNG per mask (--out-dir) and/or an overlay of all masks (--overlay). SAM2RT_PROFILE=1 in the "
+      "environment prints where the time went (per stage, summed over threads) on stderr.");
   command->model.add_to(*sub);
   command->model.add_device_to(*sub);
   AmgParams& p = command->params;

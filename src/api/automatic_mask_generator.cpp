@@ -10,6 +10,7 @@
 
 #include "api/predictor.h"
 #include "core/error.h"
+#include "kernels/stage_profile.h"
 #include "kernels/upscaled_mask_scan.h"
 #include "model/amg_grids.h"
 #include "model/box_nms.h"
@@ -288,6 +289,7 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
       const DecodedBatch decoded = decode_points(predictor, points, p, low_res);
       const std::vector<Candidate>& candidates = decoded.candidates;
       const int64_t plane = low_res * low_res;
+      ScopedStage stage("everything: candidates (upscaled scan, stability, box, RLE)");
       std::vector<std::optional<Kept>> decided(candidates.size());
       std::exception_ptr failure;
       const auto count = static_cast<int64_t>(candidates.size());
@@ -344,6 +346,7 @@ std::vector<AmgMask> AutomaticMaskGenerator::generate(const RgbImage& image, con
     }
 
     // Duplicates within the crop: NMS on the crop-frame boxes by predicted IoU.
+    ScopedStage stage("everything: box NMS and the deferred masks");
     std::vector<std::array<float, 4>> boxes;
     std::vector<float> scores;
     for (const Kept& k : kept) {

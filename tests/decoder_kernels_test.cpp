@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -39,11 +40,12 @@ double max_relative_error(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-// Every row count the kernel takes (register blocks of 1..8 rows, two blocks
-// above 8), output widths with a partial block, strided rows; against the plain
-// sum over the unpacked PyTorch weight.
+// Every row count the kernel takes (register blocks of 1..8 rows for AVX-512,
+// 1..2 for AVX2), output widths with a partial block, strided rows; against the
+// plain sum over the unpacked PyTorch weight, on each path the CPU has. The
+// paths sum in the same order: where both run, they agree bit for bit.
 TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
-  if (!small_rows_linear_applies(1)) GTEST_SKIP() << "needs AVX-512";
+  if (!small_rows_linear_applies(1)) GTEST_SKIP() << "needs AVX2";
   const int64_t in = 37, ldx = in + 3;
   for (const int64_t columns : {int64_t{45}, int64_t{7}, int64_t{64}}) {
     const int64_t ldy = columns + 5;
@@ -55,7 +57,13 @@ TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
       Tensor got = Tensor::filled({rows, ldy}, 9.0f), want = got.clone(), via_reference = got.clone();
       SmallRowsLinearArgs args{.rows = rows, .in = in, .columns = columns, .x = x.data(), .ldx = ldx,
                                .packed = packed.data(), .bias = bias.data(), .y = got.data(), .ldy = ldy};
-      small_rows_linear(args);
+      small_rows_linear(args, SimdLevel::avx2);
+      if (best_simd_level() >= SimdLevel::avx512) {
+        Tensor wide = Tensor::filled({rows, ldy}, 9.0f);
+        args.y = wide.data();
+        small_rows_linear(args, SimdLevel::avx512);
+        EXPECT_EQ(std::memcmp(wide.data(), got.data(), got.numel() * sizeof(float)), 0) << rows << " rows";
+      }
       args.y = via_reference.data();
       small_rows_linear_reference(args);
       for (int64_t r = 0; r < rows; ++r)

@@ -3,7 +3,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
+#include "core/error.h"
 #include "kernels/simd.h"
 
 namespace sam2rt {
@@ -12,7 +14,7 @@ namespace {
 
 constexpr int64_t kMaxRows = 64;
 // Rows per register block: 8 rows x 2 vectors of 16 columns = 16 accumulators.
-constexpr int kRowBlock = 8;
+constexpr int kAvx512RowBlock = 8;
 constexpr int64_t kColumnBlock = kSmallRowsColumns;
 
 // Rows [r0, r0 + Rows) times the column block starting at c0.
@@ -45,15 +47,60 @@ template <int Rows>
   }
 }
 
+// The AVX2 form: 2 rows x 4 vectors of 8 columns = 8 accumulators beside the
+// block's 4 weight vectors (AVX2 has 16 registers). Each output's sum runs in the
+// same order as the AVX-512 form's, so both give the same bits.
+constexpr int kAvx2RowBlock = 2;
+
 template <int Rows>
-void rows_block_upto(const SmallRowsLinearArgs& a, int64_t r0, int rows, int64_t c0) {
-  if constexpr (Rows > 1) {
-    if (rows < Rows) {
-      rows_block_upto<Rows - 1>(a, r0, rows, c0);
+[[gnu::target("avx2,fma")]] void rows_block_avx2(const SmallRowsLinearArgs& a, int64_t r0, int64_t c0) {
+  constexpr int kVectors = kColumnBlock / 8;
+  const int64_t left = std::min(kColumnBlock, a.columns - c0);
+  __m256 acc[Rows][kVectors];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
+  const float* w = a.packed + c0 * a.in;
+  const float* x = a.x + r0 * a.ldx;
+  const int64_t in = a.in, ldx = a.ldx;
+  for (int64_t k = 0; k < in; ++k) {
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 xr = _mm256_broadcast_ss(x + r * ldx + k);
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = _mm256_fmadd_ps(xr, _mm256_loadu_ps(w + k * kColumnBlock + 8 * v), acc[r][v]);
+      }
+    }
+  }
+  // A partial block (the last one when the outputs are not a multiple of 32)
+  // goes through a buffer: masks for it would crowd the accumulators out of
+  // registers in the loop above. Unrolled, so that acc is only ever indexed by
+  // constants and stays in registers (indexed by a variable, GCC keeps a copy in
+  // memory, stored at every step of the loop above).
+#pragma GCC unroll 8
+  for (int r = 0; r < Rows; ++r) {
+    float* y = a.y + (r0 + r) * a.ldy + c0;
+    if (left == kColumnBlock) {
+      for (int v = 0; v < kVectors; ++v) {
+        _mm256_storeu_ps(y + 8 * v, _mm256_add_ps(acc[r][v], _mm256_loadu_ps(a.bias + c0 + 8 * v)));
+      }
+    } else {
+      alignas(32) float row[kColumnBlock];
+      for (int v = 0; v < kVectors; ++v) _mm256_store_ps(row + 8 * v, acc[r][v]);
+      for (int64_t j = 0; j < left; ++j) y[j] = row[j] + a.bias[c0 + j];
+    }
+  }
+}
+
+// block(std::integral_constant<int, n>) for n = rows, rows <= MaxRows: the
+// register blocks are instantiated for each row count.
+template <int MaxRows, class Block>
+void rows_block_upto(int rows, Block block) {
+  if constexpr (MaxRows > 1) {
+    if (rows < MaxRows) {
+      rows_block_upto<MaxRows - 1>(rows, block);
       return;
     }
   }
-  rows_block_avx512<Rows>(a, r0, c0);
+  block(std::integral_constant<int, MaxRows>{});
 }
 
 }  // namespace
@@ -69,17 +116,27 @@ Tensor pack_small_rows_weight(const Tensor& weight) {
 }
 
 bool small_rows_linear_applies(int64_t rows) {
-  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
-  return has_avx512 && rows >= 1 && rows <= kMaxRows;
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  return has_avx2 && rows >= 1 && rows <= kMaxRows;
 }
 
-void small_rows_linear(const SmallRowsLinearArgs& a) {
+void small_rows_linear(const SmallRowsLinearArgs& a) { small_rows_linear(a, best_simd_level()); }
+
+void small_rows_linear(const SmallRowsLinearArgs& a, SimdLevel level) {
+  level = std::min(level, best_simd_level());
+  if (level < SimdLevel::avx2) throw Error("small_rows_linear needs AVX2");
   // Column blocks outside, row blocks inside: each block of the weight (32
   // columns, 32 KB for in = 256) is read from memory once and serves every row
   // from L1. The sum of each output is the same whatever the blocking.
+  const int row_block = level == SimdLevel::avx512 ? kAvx512RowBlock : kAvx2RowBlock;
   for (int64_t c0 = 0; c0 < a.columns; c0 += kColumnBlock) {
-    for (int64_t r0 = 0; r0 < a.rows; r0 += kRowBlock) {
-      rows_block_upto<kRowBlock>(a, r0, static_cast<int>(std::min<int64_t>(kRowBlock, a.rows - r0)), c0);
+    for (int64_t r0 = 0; r0 < a.rows; r0 += row_block) {
+      const int rows = static_cast<int>(std::min<int64_t>(row_block, a.rows - r0));
+      if (level == SimdLevel::avx512) {
+        rows_block_upto<kAvx512RowBlock>(rows, [&](auto n) { rows_block_avx512<decltype(n)::value>(a, r0, c0); });
+      } else {
+        rows_block_upto<kAvx2RowBlock>(rows, [&](auto n) { rows_block_avx2<decltype(n)::value>(a, r0, c0); });
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -28,12 +29,15 @@ struct SmallRowsLinearArgs {
   int64_t ldy = 0;
 };
 
-// Whether small_rows_linear runs on this CPU (AVX-512) for this many rows.
+// Whether small_rows_linear runs on this CPU (AVX2 or AVX-512) for this many rows.
 bool small_rows_linear_applies(int64_t rows);
 
 // y = bias + x W (each output the sum over `in` in order, by fused multiply-adds,
-// then the bias added): the same for any split of the columns.
+// then the bias added): the same for any split of the columns, and the same on
+// the AVX2 and AVX-512 paths.
 void small_rows_linear(const SmallRowsLinearArgs& args);
+// The path of `level` (capped by the CPU's; AVX2 at least), for tests.
+void small_rows_linear(const SmallRowsLinearArgs& args, SimdLevel level);
 
 // The plain loops (double sums) it is tested against.
 void small_rows_linear_reference(const SmallRowsLinearArgs& args);

@@ -60,6 +60,17 @@ std::vector<double> phi_pieces(int pieces_per_unit, int degree) {
   return chebyshev_pieces(normal_cdf, kLow, kHigh, pieces_per_unit, degree);
 }
 
+// [pieces][coefficients] -> [coefficients][pieces] as T: a coefficient's values
+// for every piece side by side, as the register lookups read them.
+template <class T>
+std::vector<T> by_coefficient(const std::vector<double>& by_piece, int pieces, int coefficients) {
+  std::vector<T> out(by_piece.size());
+  for (int p = 0; p < pieces; ++p)
+    for (int k = 0; k < coefficients; ++k)
+      out[static_cast<size_t>(k * pieces + p)] = static_cast<T>(by_piece[static_cast<size_t>(p * coefficients + k)]);
+  return out;
+}
+
 // The portable and AVX2 paths: 256 pieces of degree 6 (about 2e-12 absolute
 // error), looked up per element.
 constexpr int kPiecesPerUnit = 16;
@@ -80,14 +91,8 @@ constexpr int kWideDegree = 13;
 constexpr int kWideCoefficients = kWideDegree + 1;
 
 const double* wide_phi_table() {
-  static const std::vector<double> table = [] {
-    const std::vector<double> by_piece = phi_pieces(1, kWideDegree);
-    std::vector<double> by_coefficient(by_piece.size());
-    for (int p = 0; p < kWidePieces; ++p)
-      for (int k = 0; k < kWideCoefficients; ++k)
-        by_coefficient[static_cast<size_t>(k * kWidePieces + p)] = by_piece[static_cast<size_t>(p * kWideCoefficients + k)];
-    return by_coefficient;
-  }();
+  static const std::vector<double> table =
+      by_coefficient<double>(phi_pieces(1, kWideDegree), kWidePieces, kWideCoefficients);
   return table.data();
 }
 
@@ -195,15 +200,8 @@ constexpr int kFloatDegree = 7;
 constexpr int kFloatCoefficients = kFloatDegree + 1;
 
 const float* float_phi_table() {
-  static const std::vector<float> table = [] {
-    const std::vector<double> by_piece = phi_pieces(kFloatPiecesPerUnit, kFloatDegree);
-    std::vector<float> by_coefficient(by_piece.size());
-    for (int p = 0; p < kFloatPieces; ++p)
-      for (int k = 0; k < kFloatCoefficients; ++k)
-        by_coefficient[static_cast<size_t>(k * kFloatPieces + p)] =
-            static_cast<float>(by_piece[static_cast<size_t>(p * kFloatCoefficients + k)]);
-    return by_coefficient;
-  }();
+  static const std::vector<float> table =
+      by_coefficient<float>(phi_pieces(kFloatPiecesPerUnit, kFloatDegree), kFloatPieces, kFloatCoefficients);
   return table.data();
 }
 
@@ -262,16 +260,9 @@ constexpr int kHalfDegree = 7;
 constexpr int kHalfCoefficients = kHalfDegree + 1;
 
 const float* tail_table() {
-  static const std::vector<float> table = [] {
-    const std::vector<double> by_piece =
-        chebyshev_pieces([](long double y) { return normal_cdf(-y); }, 0.0, kHigh, 1, kHalfDegree);
-    std::vector<float> by_coefficient(by_piece.size());
-    for (int p = 0; p < kHalfPieces; ++p)
-      for (int k = 0; k < kHalfCoefficients; ++k)
-        by_coefficient[static_cast<size_t>(k * kHalfPieces + p)] =
-            static_cast<float>(by_piece[static_cast<size_t>(p * kHalfCoefficients + k)]);
-    return by_coefficient;
-  }();
+  static const std::vector<float> table = by_coefficient<float>(
+      chebyshev_pieces([](long double y) { return normal_cdf(-y); }, 0.0, kHigh, 1, kHalfDegree), kHalfPieces,
+      kHalfCoefficients);
   return table.data();
 }
 

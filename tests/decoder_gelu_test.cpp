@@ -71,16 +71,21 @@ TEST_P(DecoderGeluPath, KeepsNonFiniteValuesLikeTheFormula) {
 }
 
 TEST_P(DecoderGeluPath, TouchesOnlyTheGivenCount) {
+  // What the path gives for 1.0: the reference's float, except on the AVX2 float
+  // path, whose 1 - Q(1) rounds a last bit away (within its promise); a tail
+  // element must get the same value as a whole register's.
+  float one = 1.0f;
+  gelu_exact_inplace_with(GetParam(), &one, 1);
+  if (GetParam() == GeluPath::kAvx2Float) {
+    ASSERT_TRUE(within_promise(GetParam(), 1.0f, one, gelu_exact_reference(1.0f))) << one;
+  } else {
+    ASSERT_EQ(one, gelu_exact_reference(1.0f));
+  }
   for (int64_t count = 0; count <= 40; ++count) {
     std::vector<float> x(48, 1.0f);
     gelu_exact_inplace_with(GetParam(), x.data(), count);
     for (int64_t i = 0; i < 48; ++i) {
-      const float y = x[static_cast<size_t>(i)];
-      if (i < count) {
-        ASSERT_TRUE(within_promise(GetParam(), 1.0f, y, gelu_exact_reference(1.0f))) << count << " " << i << ": " << y;
-      } else {
-        ASSERT_EQ(y, 1.0f) << count << " " << i;
-      }
+      ASSERT_EQ(x[static_cast<size_t>(i)], i < count ? one : 1.0f) << count << " " << i;
     }
   }
 }

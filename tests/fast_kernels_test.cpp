@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "random_tensor.h"
+#include "simd_levels.h"
 #include "core/error.h"
 #include "kernels/bf16.h"
 #include "kernels/bf16_gemm.h"
@@ -30,20 +30,14 @@
 namespace sam2rt {
 namespace {
 
+using testing::available_levels;
 using testing::random_tensor;
+using testing::same_bits;
 
 double max_abs_diff(const float* a, const float* b, int64_t n) {
   double worst = 0.0;
   for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
   return worst;
-}
-
-std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::baseline, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (l <= best_simd_level()) levels.push_back(l);
-  }
-  return levels;
 }
 
 // The CTest runs GoldensWithoutAvx512 / GoldensOnBaselineX86 set SAM2RT_MAX_SIMD;
@@ -141,7 +135,7 @@ TEST(FastKernels, GroupSoftmaxOfEightIsTheSameOnEveryVectorPath) {
       first = actual;
       continue;
     }
-    EXPECT_EQ(std::memcmp(actual.data(), first.data(), actual.numel() * sizeof(float)), 0) << simd_level_name(level);
+    EXPECT_TRUE(same_bits(actual, first)) << simd_level_name(level);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decoder_goldens.h"
+#include "simd_levels.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_head_products.h"
 #include "kernels/softmax_columns.h"
@@ -20,8 +21,10 @@
 namespace sam2rt {
 namespace {
 
+using testing::available_levels;
 using testing::max_abs_error;
 using testing::micro_decoder_case;
+using testing::same_bits;
 
 // The decoder goldens' tolerances (tests/mask_decoder_test.cpp).
 constexpr double kLogitTolerance = 1e-4;
@@ -52,14 +55,6 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
   EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
 }
 
-std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::baseline, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (l <= best_simd_level()) levels.push_back(l);
-  }
-  return levels;
-}
-
 // The decoder's own shape (16-channel heads, 8 tokens each), on every path the
 // CPU has (per-head GEMMs, AVX2, AVX-512), strided input and output rows left
 // untouched around it; the vectorised paths round alike, so they agree bit for bit.
@@ -83,7 +78,7 @@ TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapeMatchReference) {
     if (vectorised.numel() == 0) {
       vectorised = got;
     } else {
-      EXPECT_EQ(std::memcmp(got.data(), vectorised.data(), got.numel() * sizeof(float)), 0) << simd_level_name(level);
+      EXPECT_TRUE(same_bits(got, vectorised)) << simd_level_name(level);
     }
   }
 }
@@ -118,8 +113,7 @@ TEST(LowRankDecoderKernels, HeadWeightedSumsMatchReference) {
       if (vectorised.numel() == 0) {
         vectorised = got;
       } else {
-        EXPECT_EQ(std::memcmp(got.data(), vectorised.data(), got.numel() * sizeof(float)), 0)
-            << simd_level_name(level);
+        EXPECT_TRUE(same_bits(got, vectorised)) << simd_level_name(level);
       }
     }
   }

@@ -115,7 +115,6 @@ SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel
   }
 }
 
-
 // One head per 8-lane register: lane j holds the row's dot with the head's
 // vector j, accumulated over d in the order of the AVX-512 path (a multiply,
 // then FMAs), so both paths round alike. The row's component d is broadcast

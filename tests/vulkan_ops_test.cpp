@@ -82,6 +82,9 @@ class VulkanOpsTest : public VulkanTest {
 TEST_F(VulkanOpsTest, LinearMatchesPackedLinear) {
   check_linear(37, 40, 24, true, 1);
   check_linear(5, 96, 17, false, 1);
+  // From 256 rows and 128 outputs on, a CPU device takes matmul_wide: tiles of
+  // 256 x 128, here cut at both.
+  check_linear(300, 40, 150, true, 1);
 }
 
 TEST_F(VulkanOpsTest, LinearSplitsRowsToRespectTheBindingRange) {
@@ -275,7 +278,12 @@ TEST_F(VulkanOpsTest, LongAttentionOnACpuDeviceGoesThroughScoresAndMatchesTheCpu
   ops().attention(recorder, device);
   recorder.submit();
   EXPECT_LE(scaled_max_error(download(dout, {shape.nq, shape.width()}), expected), kAttentionTolerance);
-  // One key fewer than kScoresFromKeys keeps the fused kernel.
+  // One key fewer than kScoresFromKeys keeps the fused kernel, and so does one
+  // query fewer than kScoresFromQueries.
+  ASSERT_GE(shape.nq, VulkanOps::kScoresFromQueries);
+  device.nq = VulkanOps::kScoresFromQueries - 1;
+  EXPECT_FALSE(ops().attends_through_scores(device));
+  device.nq = shape.nq;
   device.nk = VulkanOps::kScoresFromKeys - 1;
   EXPECT_FALSE(ops().attends_through_scores(device));
 }
@@ -596,26 +604,34 @@ TEST_F(VulkanOpsTest, BatchedMatmulIsEachBatchAloneBitForBit) {
 }
 
 TEST_F(VulkanOpsTest, ConvTranspose2x2MatchesTheCpu) {
-  // The decoder's upscaling shape at a small size, with and without the skip addend.
-  const int64_t height = 3, width = 5, in_channels = 12, out_channels = 7;
-  const Tensor x = random_tensor({height, width, in_channels}, 111);
-  const Tensor weight = random_tensor({in_channels, out_channels, 2, 2}, 112, 0.3f);
-  const Tensor bias = random_tensor({out_channels}, 113);
-  const Tensor skip = random_tensor({2 * height, 2 * width, out_channels}, 114);
-  const Tensor taps = pack_conv_transpose_2x2_taps(weight);
-  const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dskip = upload(skip);
-  for (const bool with_skip : {false, true}) {
-    Tensor expected({2 * height, 2 * width, out_channels});
-    std::vector<float> scratch(static_cast<size_t>(height * width * 4 * out_channels));
-    conv_transpose_2x2_stride2_hwc(x.data(), height, width, in_channels, taps, bias, expected.data(), scratch.data(),
-                                   with_skip ? skip.data() : nullptr);
-    const DeviceBuffer dy = zeros(expected.numel());
-    CommandRecorder recorder(context());
-    ops().conv_transpose2x2(recorder, all_elements(dx), height, width, in_channels, all_elements(dw),
-                            all_elements(db), out_channels, with_skip ? all_elements(dskip) : DeviceElements{},
-                            all_elements(dy));
-    recorder.submit();
-    EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 2e-6) << "skip " << with_skip;
+  // The decoder's upscaling shape at a small size, with and without the skip
+  // addend: within one 256x128 tile of the kernel (15 pixels, 28 columns), and
+  // across tiles with partial ones at both ends (323 pixels, 144 columns).
+  struct Shape {
+    int64_t height, width, in_channels, out_channels;
+  };
+  for (const Shape& shape : {Shape{3, 5, 12, 7}, Shape{17, 19, 12, 36}}) {
+    const auto [height, width, in_channels, out_channels] = shape;
+    const Tensor x = random_tensor({height, width, in_channels}, 111);
+    const Tensor weight = random_tensor({in_channels, out_channels, 2, 2}, 112, 0.3f);
+    const Tensor bias = random_tensor({out_channels}, 113);
+    const Tensor skip = random_tensor({2 * height, 2 * width, out_channels}, 114);
+    const Tensor taps = pack_conv_transpose_2x2_taps(weight);
+    const DeviceBuffer dx = upload(x), dw = upload(weight), db = upload(bias), dskip = upload(skip);
+    for (const bool with_skip : {false, true}) {
+      Tensor expected({2 * height, 2 * width, out_channels});
+      std::vector<float> scratch(static_cast<size_t>(height * width * 4 * out_channels));
+      conv_transpose_2x2_stride2_hwc(x.data(), height, width, in_channels, taps, bias, expected.data(),
+                                     scratch.data(), with_skip ? skip.data() : nullptr);
+      const DeviceBuffer dy = zeros(expected.numel());
+      CommandRecorder recorder(context());
+      ops().conv_transpose2x2(recorder, all_elements(dx), height, width, in_channels, all_elements(dw),
+                              all_elements(db), out_channels, with_skip ? all_elements(dskip) : DeviceElements{},
+                              all_elements(dy));
+      recorder.submit();
+      EXPECT_LE(scaled_max_error(download(dy, expected.shape()), expected), 2e-6)
+          << height << "x" << width << " to " << out_channels << " channels, skip " << with_skip;
+    }
   }
 }
 

@@ -114,11 +114,15 @@ class VulkanOps {
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // Whether attention() needs args.scores: on CPU devices (lavapipe) the fused
   // kernel keeps a head's query and sums per invocation, which llvmpipe holds in
-  // memory, not registers; from kScoresFromKeys keys on, each head is faster as
-  // the barrier-free GEMM (scores = Q K^T), softmax_rows and the GEMM (scores V).
+  // memory, not registers; from kScoresFromKeys keys and kScoresFromQueries
+  // queries on, each head is faster as the barrier-free GEMM (scores = Q K^T),
+  // softmax_rows and the GEMM (scores V). Fewer queries (the mask decoder's
+  // tokens against the image) keep the fused kernel: their GEMMs are a few
+  // workgroups, each one lavapipe thread, and cost ten times more there.
   // fp32 storage only: fp16 scores would round the probabilities.
   bool attends_through_scores(const DeviceAttention& args) const;
   static constexpr int64_t kScoresFromKeys = 1024;
+  static constexpr int64_t kScoresFromQueries = 64;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
   // out [H', W', channels] (H' = height / 2 with q_pool).
   void windowed_attention(CommandRecorder& recorder, DeviceElements qkv, int64_t height, int64_t width,
@@ -176,7 +180,7 @@ class VulkanOps {
   const VulkanContext& context_;
   DevicePrecision precision_;
   bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
-  ComputePipeline matmul_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_, attention_narrow_,
+  ComputePipeline matmul_, matmul_wide_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_, attention_narrow_,
       windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_,
       conv_transpose2x2_to_hwc_, activation_, copy_rows_;
 };

@@ -438,11 +438,14 @@ TEST_F(VulkanOpsTest, WindowedAttentionMatchesTheCpu) {
 
 TEST_F(VulkanOpsTest, Conv2dToHwcMatchesTheCpu) {
   // Hiera's patch embed (7x7, stride 4, padding 3) on a small image whose size
-  // is not a multiple of the stride, and a 2x2 stride-2 conv without padding.
+  // is not a multiple of the stride, and a 2x2 stride-2 conv without padding,
+  // within one 128 x 128 tile of the kernel; the patch embed again across tiles
+  // cut at both ends (306 output pixels, 130 channels).
   struct ConvCase {
     int64_t in_channels, height, width, out_channels, kernel, stride, padding;
   };
-  for (const ConvCase& c : {ConvCase{3, 18, 21, 5, 7, 4, 3}, ConvCase{2, 6, 8, 3, 2, 2, 0}}) {
+  for (const ConvCase& c :
+       {ConvCase{3, 18, 21, 5, 7, 4, 3}, ConvCase{2, 6, 8, 3, 2, 2, 0}, ConvCase{3, 70, 66, 130, 7, 4, 3}}) {
     const Tensor x = random_tensor({1, c.in_channels, c.height, c.width}, 71);
     const Tensor weight = random_tensor({c.out_channels, c.in_channels, c.kernel, c.kernel}, 72, 0.3f);
     const Tensor bias = random_tensor({c.out_channels}, 73);

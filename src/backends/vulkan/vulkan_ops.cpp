@@ -21,6 +21,7 @@ namespace {
 constexpr uint32_t kMatmulTile = 64;
 constexpr uint32_t kWideRows = 256, kWideOutputs = 128;
 constexpr int64_t kWideFromOutputs = 96;
+constexpr uint32_t kConvTile = 128;  // conv2d_to_hwc.comp: output pixels and channels per workgroup
 constexpr uint32_t kRowGroup = 64;
 constexpr int64_t kMaxHeadDim = 128;  // attention.comp, attention_narrow.comp, windowed_attention.comp
 // llvmpipe (lavapipe) silently ends a shader's loops after this many iterations
@@ -499,7 +500,9 @@ void VulkanOps::conv2d_to_hwc(CommandRecorder& recorder, DeviceElements x, int64
                       u32(out_channels, op + ": out channels"), u32(kernel, op + ": kernel"),
                       u32(stride, op + ": stride"), u32(padding, op + ": padding"),
                       static_cast<uint32_t>(out_width), xb.base, wb.base, bb.base, yb.base};
-  dispatch_elements(recorder, conv2d_to_hwc_, {xb.range, wb.range, bb.range, yb.range}, push, count);
+  // Tiles of 128 output pixels by 128 channels.
+  recorder.dispatch(conv2d_to_hwc_, {xb.range, wb.range, bb.range, yb.range}, push,
+                    {groups_for(out_channels, kConvTile), groups_for(out_height * out_width, kConvTile), 1});
 }
 
 void VulkanOps::add_periodic(CommandRecorder& recorder, DeviceElements x, DeviceElements addend, int64_t period,

@@ -149,7 +149,7 @@ struct BenchCommand {
 
   void run() const {
     if (model.threads > 0) omp_set_num_threads(model.threads);
-    const bool pinned = place_compute_threads(model.threads);
+    const bool pinned = model.pins_compute_threads() && place_compute_threads(model.threads);
     // Two steps, timed apart: getting the weights (generating synthetic ones is
     // real work that a checkpoint in the page cache does not cost) and building
     // the model from them (what "ready to run" costs either way).

@@ -87,7 +87,7 @@ ModelSource ModelOptions::source() const {
 std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   encoder_precision();  // refuse a precision this CPU cannot run before loading anything
   if (threads > 0) omp_set_num_threads(threads);
-  if (pin_compute_threads) place_compute_threads(threads);
+  if (pins_compute_threads()) place_compute_threads(threads);
   const ModelSource src = source();
   std::shared_ptr<Backend> encoder_backend = backend();
   const auto start = std::chrono::steady_clock::now();

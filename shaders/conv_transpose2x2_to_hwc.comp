@@ -8,7 +8,7 @@
 // batch's maps stacked along H, each gets the one addend map of add_count values).
 // Each output pixel has exactly one input pixel, so the layer is the product
 // x [H*W, Cin] . weight [Cin, Cout*4] (column o*4 + tap) scattered to the output:
-// as matmul_wide.comp, each invocation computes 16 input pixels x 8 columns of a
+// as matmul_16x8.comp, each invocation computes 16 input pixels x 8 columns of a
 // 256x128 tile, so each value it reads serves several products (on lavapipe,
 // where every read of a lane is a gather, that is most of the time; one output
 // per invocation made this layer most of a Tiny decode there). Each output sums over

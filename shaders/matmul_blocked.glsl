@@ -7,8 +7,10 @@
 // workgroup's tile), so each value it reads serves several products instead of
 // one; on lavapipe, where every read of a lane is a gather, that is most of
 // the time. The including shader sets the block: matmul.comp 4x4 (little waste
-// on the few rows of a prompt's tokens), matmul_wide.comp 16x8 (twice as fast
-// on the image's thousands of rows; spilled accumulators cost less than gathers).
+// on the few rows of a prompt's tokens), matmul_16xN.comp 16 rows x N outputs
+// (N = 1, 2, 4, 8: for the image's thousands of rows, N to fit the layer's
+// width; 16x8 is twice as fast as 4x4 there, spilled accumulators costing less
+// than gathers).
 // Each output sums its products sequentially in k order in fp32 in both: the
 // same arithmetic in the same order.
 // Epilogues as kernels/matmul.h: 0 none, 1 GELU (erf form), 2 accumulate (y += ...), 3 ReLU.

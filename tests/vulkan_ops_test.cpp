@@ -82,9 +82,9 @@ class VulkanOpsTest : public VulkanTest {
 TEST_F(VulkanOpsTest, LinearMatchesPackedLinear) {
   check_linear(37, 40, 24, true, 1);
   check_linear(5, 96, 17, false, 1);
-  // From 256 rows and 128 outputs on, a CPU device takes matmul_wide: tiles of
-  // 256 x 128, here cut at both.
-  check_linear(300, 40, 150, true, 1);
+  // From 256 rows on, a CPU device takes matmul_16xN: tiles of 256 rows by 16N
+  // outputs (N = 8, 4, 2, 1 here), cut at both.
+  for (const int64_t out : {150, 50, 20, 9}) check_linear(300, 40, out, true, 1);
 }
 
 TEST_F(VulkanOpsTest, LinearSplitsRowsToRespectTheBindingRange) {

@@ -16,11 +16,12 @@ namespace sam2rt {
 namespace {
 
 // Must match the shaders' workgroup sizes.
-// Rows and outputs per workgroup: matmul.comp and matmul_tiled.comp 64 x 64,
-// matmul_wide.comp and conv_transpose2x2_to_hwc.comp (pixels, columns) 256 x 128.
+// Rows and outputs per workgroup: matmul.comp and matmul_tiled.comp 64 x 64;
+// matmul_16xN.comp 256 x 16N; conv_transpose2x2_to_hwc.comp (pixels, columns)
+// 256 x 128, as matmul_16x8's.
 constexpr uint32_t kMatmulTile = 64;
-constexpr uint32_t kWideRows = 256, kWideOutputs = 128;
-constexpr int64_t kWideFromOutputs = 96;
+constexpr uint32_t kTallRows = 256;
+constexpr uint32_t kConvTransposeColumns = 128;
 constexpr uint32_t kConvTile = 128;  // conv2d_to_hwc.comp: output pixels and channels per workgroup
 constexpr uint32_t kRowGroup = 64;
 constexpr int64_t kMaxHeadDim = 128;  // attention.comp, attention_narrow.comp, windowed_attention.comp
@@ -153,7 +154,10 @@ VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
       precision_(supported(context, precision)),
       tiled_(context.tiled_kernels()),
       matmul_(pipeline<MatmulPush>(context, precision_, "matmul", 4)),
-      matmul_wide_(pipeline<MatmulPush>(context, precision_, "matmul_wide", 4)),
+      matmul_16x1_(pipeline<MatmulPush>(context, precision_, "matmul_16x1", 4)),
+      matmul_16x2_(pipeline<MatmulPush>(context, precision_, "matmul_16x2", 4)),
+      matmul_16x4_(pipeline<MatmulPush>(context, precision_, "matmul_16x4", 4)),
+      matmul_16x8_(pipeline<MatmulPush>(context, precision_, "matmul_16x8", 4)),
       matmul_tiled_(pipeline<MatmulPush>(context, precision_, "matmul_tiled", 4)),
       layer_norm_rows_(pipeline<LayerNormPush>(context, precision_, "layer_norm_rows", 4)),
       softmax_rows_(pipeline<SoftmaxPush>(context, precision_, "softmax_rows", 1)),
@@ -256,11 +260,23 @@ void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string
   // Every band's operands are checked before the first one is recorded.
   bind(g.x, 0, span(g.rows, g.ldx, g.in, g.x_batch), op, "x");
   bind(g.y, 0, span(g.rows, g.ldy, g.out, g.y_batch), op, "y");
-  // On CPU devices, products of the image's rows take the wide blocks, also
-  // for the 96 outputs of a Tiny attention head (a quarter of the tile unused,
-  // and still 2.4x faster there); a prompt's few tokens the 4x4 ones, which
-  // waste less on them.
-  const bool wide = !tiled_ && g.rows >= kWideRows && g.out >= kWideFromOutputs;
+  // On CPU devices, products of the image's rows take blocks of 16 rows by N
+  // outputs, N the smallest of 1, 2, 4, 8 whose 16N outputs cover `out` (at
+  // most 128): 16x8 twice as fast as 4x4 on the Tiny encoder's wide layers,
+  // and also for the 96 outputs of its attention heads (a quarter of the tile
+  // unused, still 2.4x faster there); narrow layers waste no lanes on
+  // outputs past the end. A prompt's few tokens take the 4x4 blocks, which
+  // waste less on few rows.
+  const ComputePipeline* kernel = tiled_ ? &matmul_tiled_ : &matmul_;
+  uint32_t rows_per_group = kMatmulTile, outputs_per_group = kMatmulTile;
+  if (!tiled_ && g.rows >= kTallRows) {
+    rows_per_group = kTallRows;
+    outputs_per_group = g.out <= 16 ? 16 : g.out <= 32 ? 32 : g.out <= 64 ? 64 : 128;
+    kernel = outputs_per_group == 16   ? &matmul_16x1_
+             : outputs_per_group == 32 ? &matmul_16x2_
+             : outputs_per_group == 64 ? &matmul_16x4_
+                                       : &matmul_16x8_;
+  }
   for (int64_t r0 = 0; r0 < g.rows; r0 += band) {
     const int64_t n = std::min(band, g.rows - r0);
     const Bound xb = bind(g.x, static_cast<uint64_t>(r0 * g.ldx), span(n, g.ldx, g.in, g.x_batch), op, "x");
@@ -271,11 +287,9 @@ void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string
                           static_cast<uint32_t>(g.epilogue), has_bias ? 1u : 0u,       u32(g.ldw, op + ": ldw"),
                           u32(g.w_step, op + ": w_step"),  u32(g.x_batch, op + ": x batch stride"),
                           u32(g.w_batch, op + ": weight batch stride"), u32(g.y_batch, op + ": y batch stride")};
-    const std::array<uint32_t, 3> groups{groups_for(g.out, wide ? kWideOutputs : kMatmulTile),
-                                         groups_for(n, wide ? kWideRows : kMatmulTile),
-                                         static_cast<uint32_t>(g.batches)};
-    recorder.dispatch(tiled_ ? matmul_tiled_ : wide ? matmul_wide_ : matmul_,
-                      {xb.range, weight_b.range, bias_b.range, yb.range}, push, groups);
+    recorder.dispatch(*kernel, {xb.range, weight_b.range, bias_b.range, yb.range}, push,
+                      {groups_for(g.out, outputs_per_group), groups_for(n, rows_per_group),
+                       static_cast<uint32_t>(g.batches)});
   }
 }
 
@@ -548,12 +562,12 @@ void VulkanOps::conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, i
                                ab.base,
                                yb.base,
                                u32(addend, op + ": addend size")};
-  // Tiles of 256 pixels by 128 columns (output channel, tap), as matmul_wide's;
+  // Tiles of 256 pixels by 128 columns (output channel, tap), as matmul_16x8's;
   // the pixels' tiles along y, then z.
-  const uint32_t pixel_tiles = groups_for(height * width, kWideRows);
+  const uint32_t pixel_tiles = groups_for(height * width, kTallRows);
   const uint32_t along_y = std::min(pixel_tiles, context_.limits().max_workgroup_count[1]);
   recorder.dispatch(conv_transpose2x2_to_hwc_, {xb.range, wb.range, bb.range, ab.range, yb.range}, push,
-                    {groups_for(4 * out_channels, kWideOutputs), along_y, (pixel_tiles + along_y - 1) / along_y});
+                    {groups_for(4 * out_channels, kConvTransposeColumns), along_y, (pixel_tiles + along_y - 1) / along_y});
 }
 
 void VulkanOps::activation(CommandRecorder& recorder, DeviceElements x, int64_t count, Activation kind) const {

@@ -1,0 +1,7 @@
+#version 450
+#include "storage.glsl"
+#include "gelu.glsl"
+// A Linear layer on CPU devices, 16 rows x 4 outputs per invocation (matmul_blocked.glsl).
+#define ROWS_PER 16
+#define OUTS_PER 4
+#include "matmul_blocked.glsl"

@@ -1,9 +1,11 @@
 #include "backends/vulkan/vulkan_ops.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <iterator>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/embedded_spirv.h"
@@ -270,12 +272,13 @@ void VulkanOps::gemm(CommandRecorder& recorder, const Gemm& g, const std::string
   const ComputePipeline* kernel = tiled_ ? &matmul_tiled_ : &matmul_;
   uint32_t rows_per_group = kMatmulTile, outputs_per_group = kMatmulTile;
   if (!tiled_ && g.rows >= kTallRows) {
+    const std::pair<uint32_t, const ComputePipeline*> tall[] = {
+        {16, &matmul_16x1_}, {32, &matmul_16x2_}, {64, &matmul_16x4_}, {128, &matmul_16x8_}};
+    // The first whose outputs cover `out`; wider layers take 16x8 tile by tile.
+    const auto fits = std::find_if(std::begin(tall), std::end(tall) - 1,
+                                   [&g](const auto& t) { return g.out <= static_cast<int64_t>(t.first); });
     rows_per_group = kTallRows;
-    outputs_per_group = g.out <= 16 ? 16 : g.out <= 32 ? 32 : g.out <= 64 ? 64 : 128;
-    kernel = outputs_per_group == 16   ? &matmul_16x1_
-             : outputs_per_group == 32 ? &matmul_16x2_
-             : outputs_per_group == 64 ? &matmul_16x4_
-                                       : &matmul_16x8_;
+    std::tie(outputs_per_group, kernel) = *fits;
   }
   for (int64_t r0 = 0; r0 < g.rows; r0 += band) {
     const int64_t n = std::min(band, g.rows - r0);
@@ -367,8 +370,8 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
 bool VulkanOps::attends_through_scores(const DeviceAttention& a) const {
   const uint64_t scores_bytes = static_cast<uint64_t>(a.nq) * static_cast<uint64_t>(a.nk) * element_bytes();
   return !tiled_ && precision_ == DevicePrecision::fp32 && a.head_dim % 4 == 0 && a.nk >= kScoresFromKeys &&
-         a.nq >= kScoresFromQueries && a.nk <= kMaxLoopIterations && scores_bytes + context_.limits().min_storage_buffer_offset_alignment <=
-                                              context_.max_binding_bytes();
+         a.nq >= kScoresFromQueries && a.nk <= kMaxLoopIterations &&
+         scores_bytes + context_.limits().min_storage_buffer_offset_alignment <= context_.max_binding_bytes();
 }
 
 void VulkanOps::attention_through_scores(CommandRecorder& recorder, const DeviceAttention& a) const {
@@ -567,7 +570,8 @@ void VulkanOps::conv_transpose2x2(CommandRecorder& recorder, DeviceElements x, i
   const uint32_t pixel_tiles = groups_for(height * width, kTallRows);
   const uint32_t along_y = std::min(pixel_tiles, context_.limits().max_workgroup_count[1]);
   recorder.dispatch(conv_transpose2x2_to_hwc_, {xb.range, wb.range, bb.range, ab.range, yb.range}, push,
-                    {groups_for(4 * out_channels, kConvTransposeColumns), along_y, (pixel_tiles + along_y - 1) / along_y});
+                    {groups_for(4 * out_channels, kConvTransposeColumns), along_y,
+                     (pixel_tiles + along_y - 1) / along_y});
 }
 
 void VulkanOps::activation(CommandRecorder& recorder, DeviceElements x, int64_t count, Activation kind) const {

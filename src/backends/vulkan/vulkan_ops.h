@@ -180,9 +180,10 @@ class VulkanOps {
   const VulkanContext& context_;
   DevicePrecision precision_;
   bool tiled_;  // the *_tiled_ kernels (GPUs) rather than the barrier-free ones (CPU devices: lavapipe)
-  ComputePipeline matmul_, matmul_16x1_, matmul_16x2_, matmul_16x4_, matmul_16x8_, matmul_tiled_, layer_norm_rows_, softmax_rows_, attention_, attention_tiled_, attention_narrow_,
-      windowed_attention_, max_pool2x2_, add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_,
-      conv_transpose2x2_to_hwc_, activation_, copy_rows_;
+  ComputePipeline matmul_, matmul_16x1_, matmul_16x2_, matmul_16x4_, matmul_16x8_, matmul_tiled_, layer_norm_rows_,
+      softmax_rows_, attention_, attention_tiled_, attention_narrow_, windowed_attention_, max_pool2x2_,
+      add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_, conv_transpose2x2_to_hwc_, activation_,
+      copy_rows_;
 };
 
 }  // namespace sam2rt

@@ -50,7 +50,9 @@ Tensor generate_weight(const std::string& key, const Shape& shape, uint64_t salt
     scale = 0.02;
   }
 
-  Tensor tensor(shape);
+  // Every element is written below: no zeroing pass, and the first touch of
+  // the pages (most of the cost) happens in the parallel loop.
+  Tensor tensor = Tensor::uninitialized(shape);
   const uint64_t seed = fnv1a64(key) ^ salt;
   float* out = tensor.data();
   const int64_t n = tensor.numel();

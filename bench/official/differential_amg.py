@@ -84,6 +84,16 @@ CASES = [
      {"points_per_side": 8, "points_per_batch": 32, "pred_iou_thresh": 0.6, "stability_score_thresh": 0.8,
       "stability_score_offset": 0.5, "mask_threshold": 2.0, "box_nms_thresh": 0.7, "crop_n_layers": 1,
       "crop_n_points_downscale_factor": 2}),
+    ("tiny_m2m_holes", TINY, "astronaut.png",
+     {"points_per_side": 4, "points_per_batch": 8, "pred_iou_thresh": 0.5, "stability_score_thresh": 0.5,
+      "stability_score_offset": 0.5, "mask_threshold": 2.0, "box_nms_thresh": 1.0, "use_m2m": True,
+      "min_mask_region_area": 20}),
+    ("tiny_coffee_single_mask_nofilter", TINY, "coffee_1500x1100.png",
+     {"points_per_side": 6, "pred_iou_thresh": 0.0, "stability_score_thresh": 0.0, "mask_threshold": 2.0,
+      "box_nms_thresh": 0.7, "multimask_output": False}),
+    ("tiny_chelsea_nofilter", TINY, "chelsea.png",
+     {"points_per_side": 6, "pred_iou_thresh": 0.0, "stability_score_thresh": 0.0, "mask_threshold": 3.0,
+      "box_nms_thresh": 0.9}),
 ]
 
 
@@ -128,8 +138,13 @@ def main():
                             "--image", image, "--params", json.dumps(params), "--out", official],
                            check=True, capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="2"))
         middle = time.time()
-        subprocess.run(our_command(args.build, config, image, params, ours, args.work, name), check=True)
+        run = subprocess.run(our_command(args.build, config, image, params, ours, args.work, name),
+                             capture_output=True, text=True)
         end = time.time()
+        if run.returncode != 0:
+            print(f"== {name}: sam2rt failed: {run.stderr.strip()}")
+            failed.append(name)
+            continue
         result = subprocess.run([sys.executable, os.path.join(HERE, "compare_amg.py"), official, ours],
                                 capture_output=True, text=True)
         print(f"== {name} ({config}, {image_name}): official {middle - start:.1f} s, sam2rt {end - middle:.1f} s")

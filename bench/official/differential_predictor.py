@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Compares sam2rt.SAM2ImagePredictor with Meta's official SAM2ImagePredictor on prompts the goldens do not cover.
+
+usage: PYTHONPATH=build/python differential_predictor.py SAM2_SOURCE_DIR [--model micro|tiny]
+
+Both predictors get the same model (fixture weights generated(0), float32), photo and
+predict() arguments: points with background clicks, boxes alone and with points, B x 4
+box batches, mask inputs fed back from a previous prediction, normalize_coords=False,
+return_logits, multimask_output True and False, points on the photo's edges, set_image_batch
+with predict_batch. The official predictor preprocesses as the goldens do (the model
+card's Pillow resize: official_amg.pil_preprocess). Prints, per call, the largest
+differences of the low-res logits, the scores and the masks (logits with return_logits,
+else pixels that differ), and exits 1 if a difference is beyond float32 rounding. (Left out:
+points outside the photo and labels other than 0 and 1, which the official predictor
+encodes and sam2rt refuses with an error naming the point.)
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import official_amg  # noqa: E402
+
+SHARED = os.path.normpath(os.path.join(HERE, "../../../shared"))
+IMAGES = os.path.join(SHARED, "fixtures", "images")
+# Float32 runs of the same model in a different order of operations: logits agree to
+# ~1e-5 relative here (the fixtures' float32-vs-float64 table shows the same scale).
+LOGIT_TOLERANCE = 1e-4
+SCORE_TOLERANCE = 1e-5
+
+
+def calls(width, height, rng):
+    """(name, predict kwargs) pairs; mask_input "previous" is the last call's best low-res logits."""
+    w, h = float(width), float(height)
+    point = [[0.37 * w, 0.61 * h]]
+    return [
+        ("one point", dict(point_coords=point, point_labels=[1])),
+        ("one point, single mask", dict(point_coords=point, point_labels=[1], multimask_output=False)),
+        ("object + background clicks", dict(point_coords=[[0.2 * w, 0.3 * h], [0.7 * w, 0.5 * h], [0.5 * w, 0.9 * h]],
+                                            point_labels=[1, 0, 1])),
+        ("box", dict(box=[0.1 * w, 0.2 * h, 0.6 * w, 0.8 * h])),
+        ("box + point, single mask", dict(box=[0.1 * w, 0.2 * h, 0.6 * w, 0.8 * h], point_coords=[[0.3 * w, 0.5 * h]],
+                                          point_labels=[0], multimask_output=False)),
+        ("B x 4 boxes", dict(box=[[0, 0, 0.5 * w, 0.5 * h], [0.25 * w, 0.1 * h, w, 0.9 * h], [5, 7, 30, 40]])),
+        ("B x N points", dict(point_coords=rng.uniform([0, 0], [w, h], size=(2, 3, 2)).astype(np.float32),
+                              point_labels=np.array([[1, 1, 0], [1, 0, 0]]))),
+        ("mask input fed back", dict(point_coords=point, point_labels=[1], mask_input="previous",
+                                     multimask_output=False)),
+        ("normalized coordinates", dict(point_coords=[[0.37, 0.61]], point_labels=[1], normalize_coords=False)),
+        ("normalized box", dict(box=[0.1, 0.2, 0.6, 0.8], normalize_coords=False, multimask_output=False)),
+        ("logits", dict(point_coords=point, point_labels=[1], return_logits=True)),
+        ("points on the photo's edges", dict(point_coords=[[0.0, 0.5 * h], [w, h]], point_labels=[1, 1])),
+    ]
+
+
+def compare(name, official, ours, return_logits):
+    masks_a, scores_a, low_a = (np.asarray(x, np.float32) for x in official)
+    masks_b, scores_b, low_b = (np.asarray(x, np.float32) for x in ours)
+    if masks_a.shape != masks_b.shape or scores_a.shape != scores_b.shape or low_a.shape != low_b.shape:
+        print(f"  {name}: SHAPES differ: official {masks_a.shape} {scores_a.shape} {low_a.shape}, "
+              f"ours {masks_b.shape} {scores_b.shape} {low_b.shape}")
+        return False
+    scale = max(1.0, float(np.abs(low_a).max()))
+    d_low = float(np.abs(low_a - low_b).max()) / scale
+    d_score = float(np.abs(scores_a - scores_b).max())
+    if return_logits:
+        d_mask = float(np.abs(masks_a - masks_b).max()) / max(1.0, float(np.abs(masks_a).max()))
+        mask_text = f"mask logits {d_mask:.1e}"
+        ok_mask = d_mask <= LOGIT_TOLERANCE
+    else:
+        differ = int((masks_a != masks_b).sum())
+        mask_text = f"{differ} pixels of {masks_a.size}"
+        ok_mask = differ <= max(3, masks_a.size // 100000)
+    ok = d_low <= LOGIT_TOLERANCE and d_score <= SCORE_TOLERANCE and ok_mask
+    print(f"  {name}: low-res logits {d_low:.1e} (relative), scores {d_score:.1e}, {mask_text}"
+          + ("" if ok else "   <-- BEYOND ROUNDING"))
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sam2_source")
+    ap.add_argument("--model", choices=("micro", "tiny"), default="micro")
+    ap.add_argument("--images", nargs="*", default=["chelsea_288x112.png", "coffee_1500x1100.png", "astronaut.png"])
+    args = ap.parse_args()
+
+    import torch
+    from PIL import Image
+
+    import sam2rt
+
+    config = "sam2.1_micro.yaml" if args.model == "micro" else "sam2.1_hiera_t.yaml"
+    model = official_amg.build_official_model(args.sam2_source, config, salt=0, threads=2)
+    from sam2.sam2_image_predictor import SAM2ImagePredictor
+
+    size = model.image_size
+    official = SAM2ImagePredictor(model)
+    official._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
+    ours_config = os.path.join(SHARED, "fixtures", "micro", config) if args.model == "micro" else \
+        "configs/sam2.1/sam2.1_hiera_t.yaml"
+    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0))
+
+    all_ok = True
+    rng = np.random.default_rng(0)
+    photos = [np.asarray(Image.open(os.path.join(IMAGES, name)).convert("RGB")) for name in args.images]
+    for name, photo in zip(args.images, photos):
+        print(f"{args.model}, {name} ({photo.shape[1]}x{photo.shape[0]})")
+        with torch.inference_mode():
+            official.set_image(photo)
+        ours.set_image(photo)
+        previous = None
+        for call, kwargs in calls(photo.shape[1], photo.shape[0], rng):
+            if kwargs.get("mask_input") == "previous":
+                kwargs = dict(kwargs, mask_input=previous)
+            with torch.inference_mode():
+                result_a = official.predict(**kwargs)
+            result_b = ours.predict(**kwargs)
+            all_ok &= compare(call, result_a, result_b, kwargs.get("return_logits", False))
+            low = np.asarray(result_a[2])
+            best = int(np.argmax(np.asarray(result_a[1]).reshape(-1)[: low.reshape(-1, *low.shape[-2:]).shape[0]]))
+            previous = low.reshape(-1, *low.shape[-2:])[best][None]
+    print("set_image_batch + predict_batch")
+    with torch.inference_mode():
+        official.set_image_batch(photos)
+    ours.set_image_batch(photos)
+    boxes = [np.array([[2.0, 3.0, p.shape[1] * 0.5, p.shape[0] * 0.7]], np.float32) for p in photos]
+    with torch.inference_mode():
+        result_a = official.predict_batch(box_batch=boxes, multimask_output=False)
+    result_b = ours.predict_batch(box_batch=boxes, multimask_output=False)
+    for i in range(len(photos)):
+        all_ok &= compare(f"image {i}", [r[i] for r in result_a], [r[i] for r in result_b], False)
+    print("every output within float32 rounding" if all_ok else "DIFFERENCES beyond float32 rounding")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -85,6 +85,9 @@ def main():
     ap.add_argument("sam2_source")
     ap.add_argument("--model", choices=("micro", "tiny"), default="micro")
     ap.add_argument("--images", nargs="*", default=["chelsea_288x112.png", "coffee_1500x1100.png", "astronaut.png"])
+    ap.add_argument("--preprocess", choices=("pillow", "torchvision"), default="pillow",
+                    help="torchvision: both predictors resize the float image with antialiasing (the official "
+                         "predictor's own path, as torchvision >= 0.17 runs it; Debian's 0.14 is patched to match)")
     args = ap.parse_args()
 
     import torch
@@ -97,11 +100,21 @@ def main():
     from sam2.sam2_image_predictor import SAM2ImagePredictor
 
     size = model.image_size
+    if args.preprocess == "torchvision":
+        from sam2.utils.transforms import SAM2Transforms
+        from torchvision.transforms import Normalize, Resize, ToTensor
+
+        def torchvision_preprocess(image):
+            resized = Resize((size, size), antialias=True)(ToTensor()(image))
+            return Normalize(official_amg.MEAN, official_amg.STD)(resized)
+
+        SAM2Transforms.__call__ = lambda self, x: torchvision_preprocess(x)
+        SAM2Transforms.forward_batch = lambda self, images: torch.stack([torchvision_preprocess(x) for x in images])
     official = SAM2ImagePredictor(model)
     official._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
     ours_config = os.path.join(SHARED, "fixtures", "micro", config) if args.model == "micro" else \
         "configs/sam2.1/sam2.1_hiera_t.yaml"
-    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0))
+    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0), preprocess=args.preprocess)
 
     all_ok = True
     rng = np.random.default_rng(0)

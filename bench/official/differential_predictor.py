@@ -2,6 +2,7 @@
 """Compares sam2rt.SAM2ImagePredictor with Meta's official SAM2ImagePredictor on prompts the goldens do not cover.
 
 usage: PYTHONPATH=build/python differential_predictor.py SAM2_SOURCE_DIR [--model micro|tiny]
+       [--preprocess pillow|torchvision] [--max-hole-area A] [--max-sprinkle-area A]
 
 Both predictors get the same model (fixture weights generated(0), float32), photo and
 predict() arguments: points with background clicks, boxes alone and with points, B x 4
@@ -88,6 +89,8 @@ def main():
     ap.add_argument("--preprocess", choices=("pillow", "torchvision"), default="pillow",
                     help="torchvision: both predictors resize the float image with antialiasing (the official "
                          "predictor's own path, as torchvision >= 0.17 runs it; Debian's 0.14 is patched to match)")
+    ap.add_argument("--max-hole-area", type=float, default=0.0)
+    ap.add_argument("--max-sprinkle-area", type=float, default=0.0)
     args = ap.parse_args()
 
     import torch
@@ -110,11 +113,13 @@ def main():
 
         SAM2Transforms.__call__ = lambda self, x: torchvision_preprocess(x)
         SAM2Transforms.forward_batch = lambda self, images: torch.stack([torchvision_preprocess(x) for x in images])
-    official = SAM2ImagePredictor(model)
+    fill = dict(max_hole_area=args.max_hole_area, max_sprinkle_area=args.max_sprinkle_area)
+    official = SAM2ImagePredictor(model, **fill)
     official._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
     ours_config = os.path.join(SHARED, "fixtures", "micro", config) if args.model == "micro" else \
         "configs/sam2.1/sam2.1_hiera_t.yaml"
-    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0), preprocess=args.preprocess)
+    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0), preprocess=args.preprocess,
+                                   **fill)
 
     all_ok = True
     rng = np.random.default_rng(0)

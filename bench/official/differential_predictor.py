@@ -2,7 +2,7 @@
 """Compares sam2rt.SAM2ImagePredictor with Meta's official SAM2ImagePredictor on prompts the goldens do not cover.
 
 usage: PYTHONPATH=build/python differential_predictor.py SAM2_SOURCE_DIR [--model micro|tiny]
-       [--preprocess pillow|torchvision] [--max-hole-area A] [--max-sprinkle-area A]
+       [--preprocess pillow|torchvision] [--max-hole-area A] [--max-sprinkle-area A] [--no-postprocessing]
 
 Both predictors get the same model (fixture weights generated(0), float32), photo and
 predict() arguments: points with background clicks, boxes alone and with points, B x 4
@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--preprocess", choices=("pillow", "torchvision"), default="pillow",
                     help="torchvision: both predictors resize the float image with antialiasing (the official "
                          "predictor's own path, as torchvision >= 0.17 runs it; Debian's 0.14 is patched to match)")
+    ap.add_argument("--no-postprocessing", action="store_true",
+                    help="build both models with apply_postprocessing=False (no dynamic multimask selection)")
     ap.add_argument("--max-hole-area", type=float, default=0.0)
     ap.add_argument("--max-sprinkle-area", type=float, default=0.0)
     args = ap.parse_args()
@@ -99,7 +101,9 @@ def main():
     import sam2rt
 
     config = "sam2.1_micro.yaml" if args.model == "micro" else "sam2.1_hiera_t.yaml"
-    model = official_amg.build_official_model(args.sam2_source, config, salt=0, threads=2)
+    postprocessing = not args.no_postprocessing
+    model = official_amg.build_official_model(args.sam2_source, config, salt=0, threads=2,
+                                              apply_postprocessing=postprocessing)
     from sam2.sam2_image_predictor import SAM2ImagePredictor
 
     size = model.image_size
@@ -118,8 +122,8 @@ def main():
     official._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
     ours_config = os.path.join(SHARED, "fixtures", "micro", config) if args.model == "micro" else \
         "configs/sam2.1/sam2.1_hiera_t.yaml"
-    ours = sam2rt.SAM2ImagePredictor(sam2rt.build_sam2(ours_config, synthetic_weights=0), preprocess=args.preprocess,
-                                   **fill)
+    ours_model = sam2rt.build_sam2(ours_config, synthetic_weights=0, apply_postprocessing=postprocessing)
+    ours = sam2rt.SAM2ImagePredictor(ours_model, preprocess=args.preprocess, **fill)
 
     all_ok = True
     rng = np.random.default_rng(0)

@@ -58,9 +58,10 @@ def connected_components(mask):
     return torch.from_numpy(labels), torch.from_numpy(areas)
 
 
-def build_official_model(sam2_source, config, salt, threads):
+def build_official_model(sam2_source, config, salt, threads, apply_postprocessing=True):
     """The official SAM 2.1 model of `config` on fixture weights generated(salt), float32, eval mode,
-    with the model card's Pillow preprocessing and the CPU connected-components stand-in installed."""
+    with the model card's Pillow preprocessing and the CPU connected-components stand-in installed.
+    apply_postprocessing: build_sam2's overrides (dynamic multimask selection via stability)."""
     import torch
     from omegaconf import OmegaConf
 
@@ -82,10 +83,10 @@ def build_official_model(sam2_source, config, salt, threads):
     else:
         config_path = os.path.join(sam2_source, "sam2", "configs", "sam2.1", config)
     cfg = OmegaConf.load(config_path)
-    # build_sam2's apply_postprocessing overrides.
-    cfg.model.sam_mask_decoder_extra_args = {"dynamic_multimask_via_stability": True,
-                                             "dynamic_multimask_stability_delta": 0.05,
-                                             "dynamic_multimask_stability_thresh": 0.98}
+    if apply_postprocessing:  # build_sam2's overrides
+        cfg.model.sam_mask_decoder_extra_args = {"dynamic_multimask_via_stability": True,
+                                                 "dynamic_multimask_stability_delta": 0.05,
+                                                 "dynamic_multimask_stability_thresh": 0.98}
     OmegaConf.resolve(cfg)
     model = official.instantiate(cfg.model)
     state = {k: torch.from_numpy(official.generated(k, tuple(v.shape), salt)) for k, v in model.state_dict().items()}

@@ -141,9 +141,10 @@ def main():
                 result_a = official.predict(**kwargs)
             result_b = ours.predict(**kwargs)
             all_ok &= compare(call, result_a, result_b, kwargs.get("return_logits", False))
-            low = np.asarray(result_a[2])
-            best = int(np.argmax(np.asarray(result_a[1]).reshape(-1)[: low.reshape(-1, *low.shape[-2:]).shape[0]]))
-            previous = low.reshape(-1, *low.shape[-2:])[best][None]
+            # The official low-res logits of the call's best-scored mask, 1 x 256 x 256.
+            planes = np.asarray(result_a[2]).reshape(-1, *np.asarray(result_a[2]).shape[-2:])
+            scores = np.asarray(result_a[1]).reshape(-1)
+            previous = planes[int(np.argmax(scores))][None]
     print("set_image_batch + predict_batch")
     with torch.inference_mode():
         official.set_image_batch(photos)

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Compares two "sam2-amg-1" results (official_amg.py's and `sam2rt everything`'s) mask by mask.
 
-usage: compare_amg.py OFFICIAL.json OURS.json [--params-from OFFICIAL]
+usage: compare_amg.py OFFICIAL.json OURS.json
 
 For cases without a golden: pairs the masks by crop box, point (within 1e-3 px) and
 closest predicted IoU, and prints the masks only one side has (with their IoU and
 stability, to see how close to a threshold they were), the largest differences of the
 paired ones (IoU, stability, pixels, box) and where the output order differs. Both runs
 are float32 with different rounding, so masks decided within ~1e-5 of a threshold may
-differ; anything else is a bug. Exit 0 when every mask pairs, 1 otherwise.
+differ, and masks whose IoUs are within 2e-5 may swap places; anything else is a bug. Exit 0
+when every mask pairs and the order holds, 1 otherwise.
 """
 import json
 import math
@@ -76,10 +77,17 @@ def main(argv):
                 worst[k] = (v, i)
     for k, (v, i) in worst.items():
         print(f"largest {k} difference: {v:g}" + (f" (official #{i})" if i is not None else ""))
-    order = [j for _, j in sorted(pairs)]
-    swaps = sum(1 for x, y in zip(order, order[1:]) if y < x)
-    print(f"order: {swaps} places where ours runs backwards")
-    return 0 if not only_official and not only_ours else 1
+    # As check_amg.py's rule 6: masks whose official IoUs are within 2e-5 may come out either way.
+    ordered = sorted(pairs)
+    swaps = ties = 0
+    for (i, j), (k, l) in zip(ordered, ordered[1:]):
+        if l < j:
+            if score_difference(a[i]["predicted_iou"], a[k]["predicted_iou"]) <= 2e-5:
+                ties += 1
+            else:
+                swaps += 1
+    print(f"order: {swaps} places where ours runs backwards ({ties} more between near-equal IoUs, allowed)")
+    return 0 if not only_official and not only_ours and swaps == 0 else 1
 
 
 if __name__ == "__main__":

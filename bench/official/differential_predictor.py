@@ -24,6 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import official_amg  # noqa: E402
+import time_official_amg  # noqa: E402
 
 SHARED = os.path.normpath(os.path.join(HERE, "../../../shared"))
 IMAGES = os.path.join(SHARED, "fixtures", "images")
@@ -119,7 +120,7 @@ def main():
         SAM2Transforms.forward_batch = lambda self, images: torch.stack([torchvision_preprocess(x) for x in images])
     fill = dict(max_hole_area=args.max_hole_area, max_sprinkle_area=args.max_sprinkle_area)
     official = SAM2ImagePredictor(model, **fill)
-    official._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
+    time_official_amg.set_feature_sizes(official, model)
     ours_config = os.path.join(SHARED, "fixtures", "micro", config) if args.model == "micro" else \
         "configs/sam2.1/sam2.1_hiera_t.yaml"
     ours_model = sam2rt.build_sam2(ours_config, synthetic_weights=0, apply_postprocessing=postprocessing)

@@ -59,39 +59,15 @@ def connected_components(mask):
 
 
 def build_official_model(sam2_source, config, salt, threads, apply_postprocessing=True):
-    """The official SAM 2.1 model of `config` on fixture weights generated(salt), float32, eval mode,
-    with the model card's Pillow preprocessing and the CPU connected-components stand-in installed.
-    apply_postprocessing: build_sam2's overrides (dynamic multimask selection via stability)."""
+    """time_official_amg.build_model's model, with the model card's Pillow preprocessing (single images
+    and batches) and the CPU connected-components stand-in installed."""
     import torch
-    from omegaconf import OmegaConf
 
-    torch.set_num_threads(threads)
-    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-        # torch < 2.0 (Debian 12 has 1.13): the same product in plain operations.
-        def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
-            return torch.softmax(q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5), dim=-1) @ v
-
-        torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
-    sys.path.insert(0, os.path.abspath(sam2_source))
-    official.stub_hydra()
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/fixtures")
+    model = official.build_model(sam2_source, fixtures, config, salt, threads, apply_postprocessing)
     import sam2.utils.misc
     from sam2.utils.transforms import SAM2Transforms
 
-    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/fixtures")
-    if config == "sam2.1_micro.yaml":
-        config_path = os.path.join(fixtures, "micro", "sam2.1_micro.yaml")
-    else:
-        config_path = os.path.join(sam2_source, "sam2", "configs", "sam2.1", config)
-    cfg = OmegaConf.load(config_path)
-    if apply_postprocessing:  # build_sam2's overrides
-        cfg.model.sam_mask_decoder_extra_args = {"dynamic_multimask_via_stability": True,
-                                                 "dynamic_multimask_stability_delta": 0.05,
-                                                 "dynamic_multimask_stability_thresh": 0.98}
-    OmegaConf.resolve(cfg)
-    model = official.instantiate(cfg.model)
-    state = {k: torch.from_numpy(official.generated(k, tuple(v.shape), salt)) for k, v in model.state_dict().items()}
-    model.load_state_dict(state, strict=True)
-    model.eval()
     size = model.image_size
     SAM2Transforms.__call__ = lambda self, x: pil_preprocess(x, size)
     SAM2Transforms.forward_batch = lambda self, images: torch.stack([pil_preprocess(x, size) for x in images])
@@ -126,11 +102,10 @@ def main():
     model = build_official_model(args.sam2_source, args.config, args.salt, args.threads)
     from sam2.automatic_mask_generator import SAM2AutomaticMaskGenerator
 
-    size = model.image_size
     params = json.loads(args.params)
     params.pop("output_mode", None)
     amg = SAM2AutomaticMaskGenerator(model, output_mode="uncompressed_rle", **params)
-    amg.predictor._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
+    official.set_feature_sizes(amg.predictor, model)
     image = np.asarray(Image.open(args.image).convert("RGB"))
     with torch.inference_mode():
         masks = amg.generate(image)

@@ -91,6 +91,46 @@ def generated(name, shape, salt):
     return w.astype(np.float32).reshape(shape)
 
 
+def build_model(sam2_source, fixtures, config, salt, threads, apply_postprocessing=True):
+    """The official SAM 2.1 model of `config` (the fixtures' "sam2.1_micro.yaml" or an official sam2.1
+    config name) on fixture weights generated(salt), float32, eval mode. apply_postprocessing:
+    build_sam2's overrides (the dynamic multimask selection via stability)."""
+    import torch
+    from omegaconf import OmegaConf
+
+    torch.set_num_threads(threads)
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        # torch < 2.0 (Debian 12 has 1.13): the same product in plain operations.
+        def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+            weights = torch.softmax(q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5), dim=-1)
+            return weights @ v
+
+        torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
+    sys.path.insert(0, os.path.abspath(sam2_source))
+    stub_hydra()
+    if config == "sam2.1_micro.yaml":
+        config_path = os.path.join(fixtures, "micro", "sam2.1_micro.yaml")
+    else:
+        config_path = os.path.join(sam2_source, "sam2", "configs", "sam2.1", config)
+    cfg = OmegaConf.load(config_path)
+    if apply_postprocessing:
+        cfg.model.sam_mask_decoder_extra_args = {"dynamic_multimask_via_stability": True,
+                                                 "dynamic_multimask_stability_delta": 0.05,
+                                                 "dynamic_multimask_stability_thresh": 0.98}
+    OmegaConf.resolve(cfg)
+    model = instantiate(cfg.model)
+    state = {k: torch.from_numpy(generated(k, tuple(v.shape), salt)) for k, v in model.state_dict().items()}
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    return model
+
+
+def set_feature_sizes(predictor, model):
+    """SAM2ImagePredictor's feature sizes are written for 1024: set them for the model's image size."""
+    size = model.image_size
+    predictor._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sam2_source")
@@ -101,7 +141,6 @@ def main():
     args = ap.parse_args()
 
     import torch
-    from omegaconf import OmegaConf
     from PIL import Image
 
     torch.set_num_threads(args.threads)
@@ -110,40 +149,16 @@ def main():
     if any("/blas/libblas" in path for path in blas) and not args.allow_reference_blas:
         sys.exit("the netlib reference BLAS is in use (slow, one thread): apt-get install libopenblas0-pthread, "
                  "or --allow-reference-blas")
-    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-        # torch < 2.0 (Debian 12 has 1.13): the same product in plain operations.
-        def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
-            weights = torch.softmax(q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5), dim=-1)
-            return weights @ v
-
-        torch.nn.functional.scaled_dot_product_attention = scaled_dot_product_attention
-    sys.path.insert(0, os.path.abspath(args.sam2_source))
-    stub_hydra()
-    from sam2.automatic_mask_generator import SAM2AutomaticMaskGenerator
-
     case = json.load(open(args.case))
     fixtures = os.path.dirname(os.path.dirname(os.path.abspath(args.case)))
-    if case["model"]["config"] == "sam2.1_micro.yaml":
-        config_path = os.path.join(fixtures, "micro", "sam2.1_micro.yaml")
-    else:
-        config_path = os.path.join(args.sam2_source, "sam2", "configs", "sam2.1", case["model"]["config"])
-    cfg = OmegaConf.load(config_path)
-    # build_sam2's apply_postprocessing overrides.
-    cfg.model.sam_mask_decoder_extra_args = {"dynamic_multimask_via_stability": True,
-                                             "dynamic_multimask_stability_delta": 0.05,
-                                             "dynamic_multimask_stability_thresh": 0.98}
-    OmegaConf.resolve(cfg)
-    model = instantiate(cfg.model)
     salt = int(case["model"]["weights"].split("=")[1].rstrip(")"), 16)
-    state = {k: torch.from_numpy(generated(k, tuple(v.shape), salt)) for k, v in model.state_dict().items()}
-    model.load_state_dict(state, strict=True)
-    model.eval()
+    model = build_model(args.sam2_source, fixtures, case["model"]["config"], salt, args.threads)
+    from sam2.automatic_mask_generator import SAM2AutomaticMaskGenerator
 
     image = np.asarray(Image.open(os.path.join(fixtures, "images", case["image"])).convert("RGB"))
     params = {k: v for k, v in case["params"].items() if k != "output_mode"}
     amg = SAM2AutomaticMaskGenerator(model, output_mode="uncompressed_rle", **params)
-    size = model.image_size  # the predictor's feature sizes are written for 1024
-    amg.predictor._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8), (size // 16, size // 16)]
+    set_feature_sizes(amg.predictor, model)
     print(f"official generate(): {case['case']}, {image.shape[1]}x{image.shape[0]}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", flush=True)
     for run in range(args.runs):

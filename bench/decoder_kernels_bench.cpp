@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "random_tensor.h"
+#include "kernels/decoder_gelu.h"
 #include "kernels/decoder_head_products.h"
 #include "kernels/gemm.h"
 #include "kernels/mask_products.h"
@@ -94,6 +95,30 @@ void BM_DecoderMaskProducts(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DecoderMaskProducts)->Arg(0)->Arg(1);
+
+// GELU over the first upscaled map of a prompt (128 x 128 x 64 values, 4 MB),
+// by each path this CPU has (the arg is the GeluPath); items are values.
+void BM_DecoderGelu(benchmark::State& state) {
+  const auto path = static_cast<GeluPath>(state.range(0));
+  if (!gelu_path_supported(path)) {
+    state.SkipWithError("path not supported on this CPU");
+    return;
+  }
+  const Tensor x = random_tensor({128 * 128 * 64}, 10);
+  Tensor y = x.clone();
+  for (auto _ : state) {
+    std::copy_n(x.data(), x.numel(), y.data());
+    gelu_exact_inplace_with(path, y.data(), y.numel());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(BM_DecoderGelu)
+    ->Arg(static_cast<int>(GeluPath::kPortable))
+    ->Arg(static_cast<int>(GeluPath::kAvx2))
+    ->Arg(static_cast<int>(GeluPath::kAvx2Float))
+    ->Arg(static_cast<int>(GeluPath::kAvx512))
+    ->Arg(static_cast<int>(GeluPath::kAvx512Float));
 
 }  // namespace
 }  // namespace sam2rt

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 11's ">= 10x" check on the tiny_g16 fixture case, one machine, alternating:
+# `sam2rt everything` as a whole process, then the official generate() alone
+# (bench/official/time_official_amg.py, a fresh process each round), ROUNDS times,
+# and our run once more at the end. Alternating keeps a drift of the host's speed
+# out of the ratio; the medians and their ratio are printed last.
+#   bash bench/official/side_by_side.sh SAM2_SOURCE_DIR [ROUNDS]   (default 3 rounds)
+# Needs Debian's python3-torch, python3-torchvision, python3-omegaconf and
+# libopenblas0-pthread (see time_official_amg.py) and a Release build in build/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ $# -lt 1 ]; then
+  echo "usage: bash bench/official/side_by_side.sh SAM2_SOURCE_DIR [ROUNDS]" >&2
+  exit 2
+fi
+sam2_source=$1
+rounds=${2:-3}
+case "$rounds" in
+  '' | *[!0-9]* | 0) echo "ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2 ;;
+esac
+cli=./build/sam2rt
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+ours() {
+  /usr/bin/time -f "%e" -o "$scratch/time" "$cli" everything --quiet --variant tiny --synthetic-weights 0 --threads 2 \
+    --image ../shared/fixtures/images/astronaut.png --json "$scratch/g16.json" --points-per-side 16 \
+    --points-per-batch 32 --pred-iou-thresh 0.68 --stability-score-thresh 0.9 --stability-score-offset 0.5 \
+    --mask-threshold 2.0 --box-nms-thresh 1.0 >/dev/null 2>&1
+  cat "$scratch/time"
+}
+
+official() {
+  OMP_NUM_THREADS=2 /usr/bin/python3 bench/official/time_official_amg.py "$sam2_source" \
+    --case ../shared/fixtures/amg/tiny_g16.json --threads 2 --runs 1 2>/dev/null |
+    sed -n 's/^run 1: \([0-9.]*\) s.*/\1/p'
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+lscpu | grep -E "Model name|CPU family|^Model:|^CPU\(s\)"
+uptime
+: >"$scratch/ours"
+: >"$scratch/official"
+for round in $(seq "$rounds"); do
+  t=$(ours)
+  echo "$t" >>"$scratch/ours"
+  echo "round $round: sam2rt everything (whole process) $t s"
+  t=$(official)
+  if [ -z "$t" ]; then
+    echo "the official generate() did not run: see time_official_amg.py's own output" >&2
+    exit 1
+  fi
+  echo "$t" >>"$scratch/official"
+  echo "round $round: official generate() $t s"
+done
+t=$(ours)
+echo "$t" >>"$scratch/ours"
+echo "last: sam2rt everything (whole process) $t s"
+uptime
+ours_median=$(median <"$scratch/ours")
+official_median=$(median <"$scratch/official")
+echo "median: sam2rt $ours_median s, official $official_median s, ratio $(awk -v a="$official_median" -v b="$ours_median" \
+  'BEGIN {printf "%.2f", a / b}')x (issue 11 asks for >= 10x)"

@@ -5,6 +5,7 @@
 # facebookresearch/sam2 (the fixtures' commit) also times the official generate()
 # on the tiny_g16 case (Debian's python3-torch, python3-torchvision, python3-omegaconf, and
 # libopenblas0-pthread: without it torch 1.13 runs on the reference BLAS, ~10x slower).
+# For the >= 10x ratio itself, bench/official/side_by_side.sh alternates both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=./build/sam2rt

@@ -23,10 +23,14 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 ours() {
-  /usr/bin/time -f "%e" -o "$scratch/time" "$cli" everything --quiet --variant tiny --synthetic-weights 0 --threads 2 \
-    --image ../shared/fixtures/images/astronaut.png --json "$scratch/g16.json" --points-per-side 16 \
+  if ! /usr/bin/time -f "%e" -o "$scratch/time" "$cli" everything --quiet --variant tiny --synthetic-weights 0 \
+    --threads 2 --image ../shared/fixtures/images/astronaut.png --json "$scratch/g16.json" --points-per-side 16 \
     --points-per-batch 32 --pred-iou-thresh 0.68 --stability-score-thresh 0.9 --stability-score-offset 0.5 \
-    --mask-threshold 2.0 --box-nms-thresh 1.0 >/dev/null 2>&1
+    --mask-threshold 2.0 --box-nms-thresh 1.0 >"$scratch/ours.log" 2>&1; then
+    echo "sam2rt everything failed:" >&2
+    cat "$scratch/ours.log" >&2
+    return 1
+  fi
   cat "$scratch/time"
 }
 
@@ -43,7 +47,7 @@ uptime
 : >"$scratch/ours"
 : >"$scratch/official"
 for round in $(seq "$rounds"); do
-  t=$(ours)
+  t=$(ours) || exit 1
   echo "$t" >>"$scratch/ours"
   echo "round $round: sam2rt everything (whole process) $t s"
   t=$(official)
@@ -54,7 +58,7 @@ for round in $(seq "$rounds"); do
   echo "$t" >>"$scratch/official"
   echo "round $round: official generate() $t s"
 done
-t=$(ours)
+t=$(ours) || exit 1
 echo "$t" >>"$scratch/ours"
 echo "last: sam2rt everything (whole process) $t s"
 uptime

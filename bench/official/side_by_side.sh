@@ -19,14 +19,28 @@ case "$rounds" in
   '' | *[!0-9]* | 0) echo "ROUNDS must be a positive integer, got '$rounds'" >&2; exit 2 ;;
 esac
 cli=./build/sam2rt
+case_file=../shared/fixtures/amg/tiny_g16.json
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
+# Our side reads the case's photo and parameters from the same file as the
+# official side: each parameter as the flag of the same name with dashes.
+read -ra case_flags < <(/usr/bin/python3 -c '
+import json, sys
+case = json.load(open(sys.argv[1]))
+flags = ["--image", "../shared/fixtures/images/" + case["image"]]
+for key, value in case["params"].items():
+    if key != "output_mode":
+        flags += ["--" + key.replace("_", "-"), str(value).lower() if isinstance(value, bool) else str(value)]
+print(" ".join(flags))' "$case_file")
+if [ ${#case_flags[@]} -eq 0 ]; then
+  echo "cannot read the case's photo and parameters from $case_file" >&2
+  exit 1
+fi
+
 ours() {
   if ! /usr/bin/time -f "%e" -o "$scratch/time" "$cli" everything --quiet --variant tiny --synthetic-weights 0 \
-    --threads 2 --image ../shared/fixtures/images/astronaut.png --json "$scratch/g16.json" --points-per-side 16 \
-    --points-per-batch 32 --pred-iou-thresh 0.68 --stability-score-thresh 0.9 --stability-score-offset 0.5 \
-    --mask-threshold 2.0 --box-nms-thresh 1.0 >"$scratch/ours.log" 2>&1; then
+    --threads 2 "${case_flags[@]}" --json "$scratch/g16.json" >"$scratch/ours.log" 2>&1; then
     echo "sam2rt everything failed:" >&2
     cat "$scratch/ours.log" >&2
     return 1
@@ -35,9 +49,14 @@ ours() {
 }
 
 official() {
-  OMP_NUM_THREADS=2 /usr/bin/python3 bench/official/time_official_amg.py "$sam2_source" \
-    --case ../shared/fixtures/amg/tiny_g16.json --threads 2 --runs 1 2>/dev/null |
-    sed -n 's/^run 1: \([0-9.]*\) s.*/\1/p'
+  if ! OMP_NUM_THREADS=2 /usr/bin/python3 bench/official/time_official_amg.py "$sam2_source" --case "$case_file" \
+    --threads 2 --runs 1 >"$scratch/official.log" 2>&1 ||
+    ! grep -q '^run 1: ' "$scratch/official.log"; then
+    echo "the official generate() did not run:" >&2
+    cat "$scratch/official.log" >&2
+    return 1
+  fi
+  sed -n 's/^run 1: \([0-9.]*\) s.*/\1/p' "$scratch/official.log"
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -50,11 +69,7 @@ for round in $(seq "$rounds"); do
   t=$(ours) || exit 1
   echo "$t" >>"$scratch/ours"
   echo "round $round: sam2rt everything (whole process) $t s"
-  t=$(official)
-  if [ -z "$t" ]; then
-    echo "the official generate() did not run: see time_official_amg.py's own output" >&2
-    exit 1
-  fi
+  t=$(official) || exit 1
   echo "$t" >>"$scratch/official"
   echo "round $round: official generate() $t s"
 done

@@ -251,6 +251,47 @@ TEST(FastKernels, PackedLinearSplitIntoRowChunksMatchesReference) {
   omp_set_num_threads(saved_threads);
 }
 
+// mlp_forward runs both layers of an MLP row chunk by row chunk: the bits must be
+// those of the two forward calls through a whole hidden tensor, for inputs split
+// into chunks (several thread counts, a shorter last chunk) and for small ones.
+TEST(FastKernels, MlpForwardGivesTheBitsOfItsTwoLayersInTurn) {
+  const int64_t in = 48, hidden = 192, out = 48;
+  const Tensor w1 = random_tensor({hidden, in}, 31), b1 = random_tensor({hidden}, 32);
+  const Tensor w2 = random_tensor({out, hidden}, 33), b2 = random_tensor({out}, 34);
+  const int saved_threads = omp_get_max_threads();
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    if (precision == Precision::bf16 && !bf16_matmul_supported()) continue;
+    const PackedLinear expand(w1, b1, precision), contract(w2, b2, precision);
+    for (int threads : {2, 1}) {
+      omp_set_num_threads(threads);
+      for (int64_t rows : {int64_t{1000}, int64_t{37}}) {
+        const Tensor x = random_tensor({rows, in}, 35), residual = random_tensor({rows, out}, 36);
+        Tensor expected = residual.clone(), actual = residual.clone();
+        if (precision == Precision::fp32) {
+          Tensor h({rows, hidden});
+          expand.forward(x.data(), rows, h.data(), Epilogue::gelu);
+          contract.forward(h.data(), rows, expected.data(), Epilogue::accumulate);
+          mlp_forward(expand, contract, x.data(), rows, actual.data());
+        } else {
+          std::vector<uint16_t> x16(static_cast<size_t>(x.numel())), h16(static_cast<size_t>(rows * hidden));
+          convert_to_bf16(x.data(), x16.data(), x.numel());
+          expand.forward(x16.data(), rows, h16.data(), Epilogue::gelu);
+          contract.forward(h16.data(), rows, expected.data(), Epilogue::accumulate);
+          mlp_forward(expand, contract, x16.data(), rows, actual.data());
+        }
+        for (int64_t i = 0; i < actual.numel(); ++i) {
+          ASSERT_EQ(actual[i], expected[i]) << precision_name(precision) << ", " << threads << " threads, " << rows
+                                            << " rows, at " << i;
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
+  const PackedLinear expand(w1, b1, Precision::fp32), mismatched(w1, b1, Precision::fp32);
+  Tensor y({4, hidden});
+  EXPECT_THROW(mlp_forward(expand, mismatched, random_tensor({4, in}, 37).data(), 4, y.data()), Error);
+}
+
 TEST(FastKernels, PrecisionNamesRoundTripAndOthersAreRefused) {
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
     EXPECT_EQ(parse_precision(precision_name(precision)), precision);

@@ -117,6 +117,12 @@ class Backend {
   // PackedLinear::forward on `rows` dense rows; x and y f32 or bf16.
   virtual void linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
                               Epilogue epilogue) = 0;
+  // y [rows, out] += contract(GELU(expand(x))) for x [rows, in] (f32, or bf16 for
+  // bf16 layers): a transformer block's MLP onto its residual. What the two
+  // linear_forward calls give through a hidden tensor of the expand layer's
+  // output type, which a backend may keep to a row chunk at a time.
+  virtual void mlp_forward(const LinearHandle& expand, const LinearHandle& contract, const DeviceTensor& x,
+                           int64_t rows, DeviceTensor& y) = 0;
   virtual void windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
                                   int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) = 0;
   virtual void attention(const AttentionOperands& operands) = 0;

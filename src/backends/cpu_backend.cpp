@@ -168,6 +168,18 @@ void CpuBackend::linear_forward(const LinearHandle& layer, const DeviceTensor& x
   }
 }
 
+void CpuBackend::mlp_forward(const LinearHandle& expand, const LinearHandle& contract, const DeviceTensor& x,
+                             int64_t rows, DeviceTensor& y) {
+  ++ops_;
+  if (x.numel() < rows * expand.in_features || y.numel() < rows * contract.out_features) {
+    throw Error("cpu backend: mlp operands hold fewer than " + std::to_string(rows) + " rows");
+  }
+  if (y.type() != ElementType::f32) throw Error("cpu backend: mlp adds onto a float32 tensor");
+  const void* input = x.type() == ElementType::f32 ? static_cast<const void*>(f32_data(x)) : bf16(x);
+  sam2rt::mlp_forward(*static_cast<const PackedLinear*>(expand.impl.get()),
+                      *static_cast<const PackedLinear*>(contract.impl.get()), input, rows, f32_data(y));
+}
+
 void CpuBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
                                     int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) {
   ++ops_;

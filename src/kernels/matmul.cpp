@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <exception>
 #include <map>
@@ -33,20 +34,25 @@ dnnl::stream& thread_stream() {
   return stream;
 }
 
-// The calling thread's scratchpad for oneDNN, at least `bytes` long, aligned to
-// a page; kept for the thread's lifetime and only ever grown.
-void* thread_scratchpad(size_t bytes) {
+// Memory each thread keeps for its own use, at least `bytes` long, aligned to a
+// page; kept for the thread's lifetime and only ever grown: oneDNN's scratchpad,
+// and the hidden activations of an MLP's row chunk.
+enum class ThreadBuffer { scratchpad, mlp_hidden, count };
+
+void* thread_buffer(ThreadBuffer which, size_t bytes) {
   constexpr size_t kAlignment = 4096;
   struct AlignedFree {
     void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kAlignment}); }
   };
-  thread_local std::unique_ptr<std::byte[], AlignedFree> buffer;
-  thread_local size_t size = 0;
-  if (bytes > size) {
-    buffer.reset(new (std::align_val_t{kAlignment}) std::byte[bytes]);
-    size = bytes;
+  constexpr auto kBuffers = static_cast<size_t>(ThreadBuffer::count);
+  thread_local std::array<std::unique_ptr<std::byte[], AlignedFree>, kBuffers> buffers;
+  thread_local std::array<size_t, kBuffers> sizes{};
+  const auto slot = static_cast<size_t>(which);
+  if (bytes > sizes[slot]) {
+    buffers[slot].reset(new (std::align_val_t{kAlignment}) std::byte[bytes]);
+    sizes[slot] = bytes;
   }
-  return buffer.get();
+  return buffers[slot].get();
 }
 
 memory::data_type gemm_type(Precision p) { return p == Precision::bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
@@ -71,6 +77,25 @@ int64_t chunk_rows(int64_t rows, int threads) {
   const int64_t chunk =
       std::max(kMinChunkRows, (target + kChunkRowsMultiple - 1) / kChunkRowsMultiple * kChunkRowsMultiple);
   return rows >= 2 * threads * chunk ? chunk : 0;
+}
+
+// Runs body(first_row, rows) for every chunk of `chunk` rows (the last one
+// shorter) on the OpenMP threads, handed out one at a time; the first exception
+// a chunk throws is rethrown once all have run.
+template <typename Body>
+void for_each_row_chunk(int64_t rows, int64_t chunk, Body body) {
+  const int64_t chunks = (rows + chunk - 1) / chunk;
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      body(c * chunk, std::min(chunk, rows - c * chunk));
+    } catch (...) {
+#pragma omp critical(row_chunk_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 // oneDNN sizes a primitive's work split for the OpenMP thread count in effect
@@ -181,7 +206,7 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   attr.set_post_ops(post_ops);
   // oneDNN's own scratchpad belongs to the thread that made the primitive; the
   // row chunks run one primitive on several threads at once, so every call
-  // brings its thread's own (thread_scratchpad).
+  // brings its thread's own (thread_buffer).
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc desc = k.bias_memory ? dnnl::matmul::desc(src, weights, k.bias_memory.get_desc(), dst)
                                                 : dnnl::matmul::desc(src, weights, dst);
@@ -224,7 +249,7 @@ void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epil
     run_rows(*whole, x, rows, y, bf16_out);
     return;
   }
-  const int64_t chunks = (rows + chunk - 1) / chunk, tail = rows - (chunks - 1) * chunk;
+  const int64_t tail = rows - (rows - 1) / chunk * chunk;
   const Entry *full = nullptr, *last = nullptr;
   {
     std::lock_guard lock(kernels_->mutex);
@@ -233,19 +258,11 @@ void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epil
   }
   const size_t x_row_bytes = static_cast<size_t>(in_) * element_bytes(gemm_type(precision_));
   const size_t y_row_bytes = static_cast<size_t>(out_) * (bf16_out ? 2 : 4);
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const size_t first_row = static_cast<size_t>(c * chunk);
-    try {
-      run_rows(c + 1 < chunks ? *full : *last, static_cast<const char*>(x) + first_row * x_row_bytes,
-               c + 1 < chunks ? chunk : tail, static_cast<char*>(y) + first_row * y_row_bytes, bf16_out);
-    } catch (...) {
-#pragma omp critical(packed_linear_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  for_each_row_chunk(rows, chunk, [&](int64_t first_row, int64_t n) {
+    const auto first = static_cast<size_t>(first_row);
+    run_rows(n == chunk ? *full : *last, static_cast<const char*>(x) + first * x_row_bytes, n,
+             static_cast<char*>(y) + first * y_row_bytes, bf16_out);
+  });
 }
 
 void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const {
@@ -257,7 +274,8 @@ void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.weights}, {DNNL_ARG_DST, dst}};
   if (kernels_->bias_memory) args.emplace(DNNL_ARG_BIAS, kernels_->bias_memory);
   if (e.scratchpad.get_size() > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine, thread_scratchpad(e.scratchpad.get_size())));
+    void* scratchpad = thread_buffer(ThreadBuffer::scratchpad, e.scratchpad.get_size());
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine, scratchpad));
   }
   e.primitive.execute(thread_stream(), args);
   thread_stream().wait();
@@ -276,6 +294,49 @@ void PackedLinear::forward(const uint16_t* x, int64_t rows, float* y, Epilogue e
 void PackedLinear::forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue) const {
   if (precision_ != Precision::bf16) throw Error("linear: an fp32 layer needs float input");
   run(x, rows, y, true, epilogue);
+}
+
+void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const void* x, int64_t rows, float* y) {
+  if (!expand.kernels_ || !contract.kernels_) throw Error("mlp: layer used before it was built");
+  if (contract.in_ != expand.out_ || contract.precision_ != expand.precision_) {
+    throw Error("mlp: the second layer takes " + std::to_string(contract.in_) + " " +
+                precision_name(contract.precision_) + " features, the first gives " + std::to_string(expand.out_) +
+                " " + precision_name(expand.precision_));
+  }
+  if (rows == 0) return;
+  const bool bf16_hidden = expand.precision_ == Precision::bf16;
+  const size_t hidden_row_bytes = static_cast<size_t>(expand.out_) * (bf16_hidden ? 2 : 4);
+  const int64_t chunk = omp_in_parallel() ? 0 : chunk_rows(rows, omp_get_max_threads());
+  if (chunk == 0) {
+    void* hidden = thread_buffer(ThreadBuffer::mlp_hidden, static_cast<size_t>(rows) * hidden_row_bytes);
+    expand.run(x, rows, hidden, bf16_hidden, Epilogue::gelu);
+    contract.run(hidden, rows, y, false, Epilogue::accumulate);
+    return;
+  }
+  // The chunks are those each layer's forward would make alone, so are the bits.
+  const int64_t tail = rows - (rows - 1) / chunk * chunk;
+  const PackedLinear::Entry *expand_full = nullptr, *expand_last = nullptr;
+  const PackedLinear::Entry *contract_full = nullptr, *contract_last = nullptr;
+  {
+    std::lock_guard lock(expand.kernels_->mutex);
+    expand_full = &expand.entry(chunk, bf16_hidden, Epilogue::gelu, true);
+    expand_last = &expand.entry(tail, bf16_hidden, Epilogue::gelu, true);
+  }
+  {
+    std::lock_guard lock(contract.kernels_->mutex);
+    contract_full = &contract.entry(chunk, false, Epilogue::accumulate, true);
+    contract_last = &contract.entry(tail, false, Epilogue::accumulate, true);
+  }
+  const size_t x_row_bytes = static_cast<size_t>(expand.in_) * element_bytes(gemm_type(expand.precision_));
+  const size_t y_row_bytes = static_cast<size_t>(contract.out_) * sizeof(float);
+  for_each_row_chunk(rows, chunk, [&](int64_t first_row, int64_t n) {
+    const auto first = static_cast<size_t>(first_row);
+    void* hidden = thread_buffer(ThreadBuffer::mlp_hidden, static_cast<size_t>(chunk) * hidden_row_bytes);
+    expand.run_rows(n == chunk ? *expand_full : *expand_last, static_cast<const char*>(x) + first * x_row_bytes, n,
+                    hidden, bf16_hidden);
+    contract.run_rows(n == chunk ? *contract_full : *contract_last, hidden, n,
+                      reinterpret_cast<char*>(y) + first * y_row_bytes, false);
+  });
 }
 
 }  // namespace sam2rt

@@ -50,6 +50,9 @@ class PackedLinear {
   void forward(const uint16_t* x, int64_t rows, float* y, Epilogue epilogue = Epilogue::none) const;
   void forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue = Epilogue::none) const;
 
+  friend void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const void* x, int64_t rows,
+                          float* y);
+
  private:
   struct Kernels;
   struct Entry;
@@ -62,5 +65,13 @@ class PackedLinear {
   Precision precision_ = Precision::fp32;
   std::shared_ptr<Kernels> kernels_;
 };
+
+// A transformer MLP added onto its residual: y[rows, out] += contract(GELU(expand(x))),
+// x float32 (fp32 layers) or bfloat16 (bf16 layers), the hidden activations as the
+// expand layer's forward would store them (float32 or bfloat16). Large inputs run
+// row chunk by row chunk, each chunk through both layers on one thread, so the
+// hidden activations (4x the width: 96 MB for Hiera-Tiny's first block) never
+// exist whole: only a chunk per thread, reused. Same bits as the two forward calls.
+void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const void* x, int64_t rows, float* y);
 
 }  // namespace sam2rt

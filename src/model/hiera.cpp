@@ -177,14 +177,8 @@ DeviceTensor HieraTrunk::block(DeviceTensor x, size_t index) const {
   }
 
   const DeviceTensor normed2 = normalized(backend_, out, layers.norm2, layers.mlp_in.precision);
-  DeviceTensor hidden =
-      backend_.tensor({out_tokens, layers.mlp_in.out_features}, gemm_input_type(layers.mlp_in.precision));
-  {
-    ScopedStage stage("linear mlp in + gelu");
-    backend_.linear_forward(layers.mlp_in, normed2, out_tokens, hidden, Epilogue::gelu);
-  }
-  ScopedStage stage("linear mlp out");
-  backend_.linear_forward(layers.mlp_out, hidden, out_tokens, out, Epilogue::accumulate);
+  ScopedStage stage("mlp");
+  backend_.mlp_forward(layers.mlp_in, layers.mlp_out, normed2, out_tokens, out);
   return out;
 }
 

@@ -182,6 +182,17 @@ void VulkanBackend::linear_forward(const LinearHandle& layer, const DeviceTensor
   ops_library_->linear(record("linear"), device_layer, elements(x, "linear"), rows, elements(y, "linear"), epilogue);
 }
 
+void VulkanBackend::mlp_forward(const LinearHandle& expand, const LinearHandle& contract, const DeviceTensor& x,
+                                int64_t rows, DeviceTensor& y) {
+  // One op of the model, as on the CPU: both layers go into one recording.
+  DeviceTensor hidden = tensor({rows, expand.out_features});
+  CommandRecorder& recorder = record("mlp");
+  ops_library_->linear(recorder, *static_cast<const DeviceLinear*>(expand.impl.get()), elements(x, "mlp"), rows,
+                       elements(hidden, "mlp"), Epilogue::gelu);
+  ops_library_->linear(recorder, *static_cast<const DeviceLinear*>(contract.impl.get()), elements(hidden, "mlp"),
+                       rows, elements(y, "mlp"), Epilogue::accumulate);
+}
+
 void VulkanBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
                                        int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) {
   refuse_bf16(bf16_products, "windowed_attention");

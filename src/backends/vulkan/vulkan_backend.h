@@ -47,6 +47,8 @@ class VulkanBackend final : public Backend {
   void convert(const DeviceTensor& x, DeviceTensor& y) override;
   void linear_forward(const LinearHandle& layer, const DeviceTensor& x, int64_t rows, DeviceTensor& y,
                       Epilogue epilogue) override;
+  void mlp_forward(const LinearHandle& expand, const LinearHandle& contract, const DeviceTensor& x, int64_t rows,
+                   DeviceTensor& y) override;
   void windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token, int64_t heads,
                           bool q_pool, DeviceTensor& out, bool bf16_products) override;
   void attention(const AttentionOperands& operands) override;

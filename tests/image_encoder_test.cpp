@@ -31,12 +31,23 @@ TEST(ImageEncoderMicro, MatchesOfficialGoldens) {
   testing::expect_micro_goldens(ImageEncoder(config, synthetic_weights(config, 0)));
 }
 
-TEST(ImageEncoderMicro, PositionEncodingsOnlyWhenAsked) {
+TEST(ImageEncoderMicro, NeckLevelsAndPositionEncodingsOnlyWhenAsked) {
   const ModelConfig config = load_config_yaml(testing::fixtures_dir() + "/micro/sam2.1_micro.yaml");
   const ImageEncoder encoder(config, synthetic_weights(config, 0));
-  const EncoderOutputs out = encoder.encode(Tensor({1, 3, 256, 256}));
+  const Tensor image = Tensor::filled({1, 3, 256, 256}, 0.5f);
+  const EncoderOutputs plain = encoder.encode(image);
+  EXPECT_TRUE(plain.neck_levels.empty());
+  EXPECT_TRUE(plain.neck_pos.empty());
+  const EncoderOutputs out = encoder.encode(image, {.neck_levels = true});
   EXPECT_TRUE(out.neck_pos.empty());
-  EXPECT_EQ(out.neck_levels.size(), 3u);
+  ASSERT_EQ(out.neck_levels.size(), 3u);
+  // Leaving the levels out changes none of the decoder's features.
+  for (const auto& [a, b] : {std::pair{&plain.decoder.image_embed, &out.decoder.image_embed},
+                             std::pair{&plain.decoder.feat_s1, &out.decoder.feat_s1},
+                             std::pair{&plain.decoder.feat_s0, &out.decoder.feat_s0}}) {
+    ASSERT_EQ(a->shape(), b->shape());
+    for (int64_t i = 0; i < a->numel(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << i;
+  }
 }
 
 TEST(ImageEncoderMicro, RejectsWrongInputAndMissingWeights) {

@@ -102,8 +102,8 @@ double mask_iou(const Tensor& a, const Tensor& b) {
 // tensor and the thresholded masks of a few point prompts.
 nlohmann::json print_fidelity(std::shared_ptr<const Sam2Model> model, const RgbImage& image, int prompt_count) {
   Predictor exact(model), fast(model);
-  exact.set_image(image, {.precision = Precision::fp32});
-  fast.set_image(image, {.precision = Precision::bf16});
+  exact.set_image(image, {.neck_levels = true, .precision = Precision::fp32});
+  fast.set_image(image, {.neck_levels = true, .precision = Precision::bf16});
   const EncoderOutputs& e = exact.encoder_outputs();
   const EncoderOutputs& f = fast.encoder_outputs();
   std::vector<std::pair<std::string, std::pair<const Tensor*, const Tensor*>>> tensors = {

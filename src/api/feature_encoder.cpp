@@ -16,7 +16,8 @@ PreparedImage FeatureEncoder::prepare(const RgbImage& image) const {
 }
 
 EncodedImage FeatureEncoder::encode(const PreparedImage& image) const {
-  const EncodeOptions encode_options{.position_encodings = options_.position_encodings,
+  const EncodeOptions encode_options{.neck_levels = options_.all_features,
+                                     .position_encodings = options_.position_encodings,
                                      .precision = options_.precision};
   return {model_->encoder().encode(image.pixels, encode_options), image.orig_width, image.orig_height};
 }

@@ -102,7 +102,8 @@ const HieraTrunk& ImageEncoder::trunk(Precision precision) const {
 }
 
 ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, const HieraTrunk& trunk,
-                                                  bool trunk_outputs, bool nchw_outputs) const {
+                                                  bool trunk_outputs, bool nchw_outputs,
+                                                  bool neck_levels) const {
   Backend& backend = *backend_;
   auto to_nchw = [&backend](const DeviceTensor& hwc) {
     ScopedStage stage("to NCHW");
@@ -125,7 +126,7 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
 
   std::vector<DeviceTensor> levels = neck_.forward(stages);
   levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
-  if (nchw_outputs) {
+  if (nchw_outputs && neck_levels) {
     for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
   }
 
@@ -162,7 +163,8 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
     out = replay(image, options);
   } else {
     const int64_t ops_before = backend_->ops_called();
-    out = download(forward(backend_->input(image), trunk, options.trunk_outputs, true));
+    const bool neck_levels = options.neck_levels || options.position_encodings;
+    out = download(forward(backend_->input(image), trunk, options.trunk_outputs, true, neck_levels));
     out.ops.ops = backend_->ops_called() - ops_before;
   }
   if (options.position_encodings) {
@@ -185,7 +187,7 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& op
     backend.begin_program();
     try {
       recorded.input = backend.tensor(image.shape());
-      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs, on_host);
+      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs, on_host, on_host);
     } catch (...) {
       // Drop the partial recording: the next encode records afresh.
       backend.end_program();

@@ -47,6 +47,11 @@ struct EncodeOptions {
   // Without it they are always downloaded (nothing else would hold them); so
   // are they when position_encodings or trunk_outputs ask for host tensors.
   bool download_outputs = false;
+  // The FPN levels after scalp, NCHW (goldens, feature files with every feature;
+  // also made for position_encodings). The image predictor reads only the
+  // decoder's features; left out, the CPU skips their NCHW copies (84 MB for a
+  // 1024-pixel image). Device backends download them whenever they download.
+  bool neck_levels = false;
   bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
   bool trunk_outputs = false;       // patch_embed_pos and trunk_stages (goldens, debugging)
   // Arithmetic of the trunk's GEMMs. bf16 rounds weights and GEMM inputs to
@@ -90,9 +95,10 @@ class ImageEncoder {
   struct Programs;
   const HieraTrunk& trunk(Precision precision) const;
   // The whole encode as backend ops on `image`; the NCHW copies of the outputs
-  // only when `nchw_outputs` (a device converts them only for a download).
-  DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs,
-                        bool nchw_outputs) const;
+  // only when `nchw_outputs` (a device converts them only for a download), of
+  // the neck's levels only when `neck_levels` too.
+  DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs, bool nchw_outputs,
+                        bool neck_levels) const;
   EncoderOutputs replay(const Tensor& image, const EncodeOptions& options) const;
   EncoderOutputs download(const DeviceOutputs& device) const;
 

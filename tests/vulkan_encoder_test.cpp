@@ -167,8 +167,10 @@ TEST_F(VulkanEncoderTiny, AtImageSize256MatchesTheCpu) {
   config.image_size = 256;
   const WeightMap weights = synthetic_weights(config, 0);
   const Tensor image = random_tensor({1, 3, 256, 256}, 31);
-  const EncoderOutputs expected = ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
-  const EncoderOutputs actual = ImageEncoder(config, weights, backend()).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs expected =
+      ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs actual =
+      ImageEncoder(config, weights, backend()).encode(image, {.neck_levels = true, .trunk_outputs = true});
   const std::map<std::string, Tensor> expected_named = by_golden_key(expected), actual_named = by_golden_key(actual);
   ASSERT_EQ(actual_named.size(), 11u);
   for (const auto& [key, tensor] : actual_named) expect_matches_golden(key, tensor, expected_named.at(key));

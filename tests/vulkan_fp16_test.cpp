@@ -235,8 +235,10 @@ TEST_F(VulkanFp16Test, MicroEncoderOutputsStayAboveTheCosineBound) {
   const ModelConfig config = micro_config();
   const WeightMap weights = synthetic_weights(config, 0);
   const Tensor image = random_tensor({1, 3, config.image_size, config.image_size}, 41);
-  const EncoderOutputs expected = ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
-  const EncoderOutputs actual = ImageEncoder(config, weights, device()).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs expected =
+      ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs actual =
+      ImageEncoder(config, weights, device()).encode(image, {.neck_levels = true, .trunk_outputs = true});
   expect_levels_within_fp16_bound(expected, actual, 11);
 }
 
@@ -329,8 +331,10 @@ TEST_F(VulkanEncoderTinyFp16, AtImageSize256OutputsStayAboveTheCosineBound) {
   config.image_size = 256;
   const WeightMap weights = synthetic_weights(config, 0);
   const Tensor image = random_tensor({1, 3, 256, 256}, 31);
-  const EncoderOutputs expected = ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
-  const EncoderOutputs actual = ImageEncoder(config, weights, device()).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs expected =
+      ImageEncoder(config, weights).encode(image, {.neck_levels = true, .trunk_outputs = true});
+  const EncoderOutputs actual =
+      ImageEncoder(config, weights, device()).encode(image, {.neck_levels = true, .trunk_outputs = true});
   expect_levels_within_fp16_bound(expected, actual, 11);
 }
 

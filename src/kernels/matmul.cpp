@@ -249,13 +249,7 @@ void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epil
     run_rows(*whole, x, rows, y, bf16_out);
     return;
   }
-  const int64_t tail = rows - (rows - 1) / chunk * chunk;
-  const Entry *full = nullptr, *last = nullptr;
-  {
-    std::lock_guard lock(kernels_->mutex);
-    full = &entry(chunk, bf16_out, epilogue, true);
-    last = &entry(tail, bf16_out, epilogue, true);
-  }
+  const auto [full, last] = chunk_entries(rows, chunk, bf16_out, epilogue);
   const size_t x_row_bytes = static_cast<size_t>(in_) * element_bytes(gemm_type(precision_));
   const size_t y_row_bytes = static_cast<size_t>(out_) * (bf16_out ? 2 : 4);
   for_each_row_chunk(rows, chunk, [&](int64_t first_row, int64_t n) {
@@ -263,6 +257,13 @@ void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epil
     run_rows(n == chunk ? *full : *last, static_cast<const char*>(x) + first * x_row_bytes, n,
              static_cast<char*>(y) + first * y_row_bytes, bf16_out);
   });
+}
+
+std::pair<const PackedLinear::Entry*, const PackedLinear::Entry*> PackedLinear::chunk_entries(
+    int64_t rows, int64_t chunk, bool bf16_out, Epilogue epilogue) const {
+  const int64_t tail = rows - (rows - 1) / chunk * chunk;
+  std::lock_guard lock(kernels_->mutex);
+  return {&entry(chunk, bf16_out, epilogue, true), &entry(tail, bf16_out, epilogue, true)};
 }
 
 void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const {
@@ -314,19 +315,8 @@ void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const
     return;
   }
   // The chunks are those each layer's forward would make alone, so are the bits.
-  const int64_t tail = rows - (rows - 1) / chunk * chunk;
-  const PackedLinear::Entry *expand_full = nullptr, *expand_last = nullptr;
-  const PackedLinear::Entry *contract_full = nullptr, *contract_last = nullptr;
-  {
-    std::lock_guard lock(expand.kernels_->mutex);
-    expand_full = &expand.entry(chunk, bf16_hidden, Epilogue::gelu, true);
-    expand_last = &expand.entry(tail, bf16_hidden, Epilogue::gelu, true);
-  }
-  {
-    std::lock_guard lock(contract.kernels_->mutex);
-    contract_full = &contract.entry(chunk, false, Epilogue::accumulate, true);
-    contract_last = &contract.entry(tail, false, Epilogue::accumulate, true);
-  }
+  const auto [expand_full, expand_last] = expand.chunk_entries(rows, chunk, bf16_hidden, Epilogue::gelu);
+  const auto [contract_full, contract_last] = contract.chunk_entries(rows, chunk, false, Epilogue::accumulate);
   const size_t x_row_bytes = static_cast<size_t>(expand.in_) * element_bytes(gemm_type(expand.precision_));
   const size_t y_row_bytes = static_cast<size_t>(contract.out_) * sizeof(float);
   for_each_row_chunk(rows, chunk, [&](int64_t first_row, int64_t n) {

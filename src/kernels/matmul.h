@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "core/tensor.h"
 
@@ -58,6 +59,11 @@ class PackedLinear {
   struct Entry;
   // kernels_->mutex held. one_thread: a primitive for one row chunk, run by one thread.
   const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue, bool one_thread) const;
+  // The one-thread primitives for `rows` rows cut into chunks of `chunk`: the full
+  // chunks' and the last chunk's (the same one when `chunk` divides `rows`).
+  // Takes kernels_->mutex.
+  std::pair<const Entry*, const Entry*> chunk_entries(int64_t rows, int64_t chunk, bool bf16_out,
+                                                      Epilogue epilogue) const;
   void run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const;
   void run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const;
 

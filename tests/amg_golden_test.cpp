@@ -71,5 +71,23 @@ TEST(AmgOutputs, ModesAgreeAndFilesAreWritten) {
   EXPECT_EQ(overlay.height, 112);
 }
 
+// With crops on and no candidate past the filters, the official generate() raises
+// (torchvision's box_area of an empty crop_boxes tensor); we return no masks: an
+// empty list in a valid file, and the overlay is the photo itself.
+TEST(AmgOutputs, NoSurvivorWithCropsIsAnEmptyResult) {
+  ScratchDir s("amg_no_survivor");
+  const CliResult r = run_cli({"everything", "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml", "--model",
+                               fixtures_dir() + "/micro/micro.pt", "--image",
+                               fixtures_dir() + "/images/chelsea_288x112.png", "--points-per-side", "4",
+                               "--crop-n-layers", "1", "--pred-iou-thresh", "1", "--stability-score-thresh", "1",
+                               "--json", s.file("none.json"), "--overlay", s.file("all.png")},
+                              s, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(read_text(s.file("none.json")))["masks"].empty());
+  const RgbImage photo = decode_image_file(fixtures_dir() + "/images/chelsea_288x112.png");
+  const RgbImage overlay = decode_image_file(s.file("all.png"));
+  EXPECT_EQ(overlay.pixels, photo.pixels);
+}
+
 }  // namespace
 }  // namespace sam2rt::testing

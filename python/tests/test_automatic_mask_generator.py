@@ -79,6 +79,14 @@ def test_custom_point_grid(micro_model, micro_image):
     assert len(masks) == 6  # 2 points x 3 masks, nothing filtered or suppressed
 
 
+def test_no_survivor_with_crops_is_an_empty_list(micro_model, micro_image):
+    # The official generate() raises IndexError here (box_area of an empty crop_boxes tensor).
+    masks = sam2rt.SAM2AutomaticMaskGenerator(
+        micro_model, points_per_side=4, crop_n_layers=1, pred_iou_thresh=1.0, stability_score_thresh=1.0,
+    ).generate(micro_image)
+    assert masks == []
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

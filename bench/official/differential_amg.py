@@ -2,11 +2,14 @@
 """Runs `sam2rt everything` and Meta's official generator on cases the goldens do not cover, and compares them.
 
 usage: differential_amg.py SAM2_SOURCE_DIR [--build build] [--only NAME ...] [--work /tmp/amg-differential]
+                          [--random N [--seed S]]
 
 For every case below: official_amg.py (the official SAM2AutomaticMaskGenerator in
 float32, fixture weights), then `sam2rt everything` with the same parameters, then
 compare_amg.py. Prints one block per case and a summary; exit 0 when every case
-pairs every mask. The official runs take seconds for micro and about a minute for
+pairs every mask. --random N runs N micro cases drawn from --seed instead: every
+parameter at random within the official ranges, on the fixture photos and on copies
+resized to random sizes (made in --work), a fresh sweep for each seed. The official runs take seconds for micro and about a minute for
 Tiny on a 2-core machine; their results are kept in --work and reused.
 
 Needs what time_official_amg.py needs (Debian's python3-torch, python3-torchvision,
@@ -100,6 +103,59 @@ CASES = [
 ]
 
 
+def random_cases(count, seed, work):
+    """`count` micro cases drawn from `seed`: (name, config, image path, parameters)."""
+    import random
+
+    from PIL import Image
+
+    photos = ["astronaut.png", "chelsea.png", "chelsea_288x112.png", "coffee.png", "coffee_1500x1100.png"]
+    cases = []
+    for i in range(count):
+        rng = random.Random(f"{seed}-{i}")
+        name = f"random_{seed}_{i}"
+        image = os.path.join(SHARED, "fixtures", "images", rng.choice(photos))
+        if rng.random() < 0.5:
+            # The photo at a random size and aspect: odd sizes exercise the crop boxes and the uncropping.
+            size = (rng.randint(40, 1700), rng.randint(40, 1300))
+            resized = os.path.join(work, f"{name}_{size[0]}x{size[1]}.png")
+            Image.open(image).convert("RGB").resize(size, Image.BILINEAR).save(resized)
+            image = resized
+        crop_n_layers = rng.choice([0, 0, 1, 1, 2])
+        downscale = rng.choice([1, 1, 2, 3])
+        params = {
+            # At least one point per side in the last crop layer (an empty grid is refused, not compared).
+            "points_per_side": rng.randint(max(1, downscale ** crop_n_layers), 12),
+            "points_per_batch": rng.randint(1, 100),
+            "pred_iou_thresh": rng.choice([0.0, round(rng.uniform(0.0, 0.6), 3)]),
+            "stability_score_thresh": rng.choice([0.0, round(rng.uniform(0.0, 0.6), 3)]),
+            "stability_score_offset": round(rng.uniform(0.0, 1.0), 3),
+            "mask_threshold": round(rng.uniform(-3.0, 4.0), 3),
+            "box_nms_thresh": rng.choice([1.0, round(rng.uniform(0.0, 1.0), 3)]),
+            "crop_n_layers": crop_n_layers,
+            "crop_nms_thresh": round(rng.uniform(0.2, 1.0), 3),
+            "crop_overlap_ratio": round(rng.uniform(0.0, 0.6), 3),
+            "crop_n_points_downscale_factor": downscale,
+            "min_mask_region_area": rng.choice([0, 0, rng.randint(1, 300)]),
+            "use_m2m": rng.random() < 0.3,
+            "multimask_output": rng.random() < 0.7,
+        }
+        cases.append((name, MICRO, image, params))
+    return cases
+
+
+def kept_official_run_matches(path, image, params):
+    """Whether --work holds an official result of this photo and these parameters (a case's name alone
+    does not say: the random cases of a seed change when their generator does)."""
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        kept = json.load(f)
+    return kept.get("image") == os.path.basename(image) and all(
+        kept.get("params", {}).get(key) == value for key, value in params.items()
+        if value is not None and key != "point_grids")
+
+
 def our_command(build, config, image, params, out, work, name):
     cmd = [os.path.join(build, "sam2rt"), "everything", "--quiet", "--synthetic-weights", "0", "--threads", "2",
            "--image", image, "--json", out, "--output-mode", "uncompressed_rle"]
@@ -126,20 +182,31 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--only", nargs="*", default=[])
     ap.add_argument("--work", default="/tmp/amg-differential")
+    ap.add_argument("--random", type=int, default=0, metavar="N", help="N random micro cases instead of the list")
+    ap.add_argument("--seed", type=int, default=0, help="the random cases' seed")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    failed = []
-    for name, config, image_name, params in CASES:
+    if args.random > 0:
+        cases = random_cases(args.random, args.seed, args.work)
+    else:
+        cases = [(name, config, os.path.join(SHARED, "fixtures", "images", image_name), params)
+                 for name, config, image_name, params in CASES]
+    failed, official_raised = [], []
+    for name, config, image, params in cases:
         if args.only and name not in args.only:
             continue
-        image = os.path.join(SHARED, "fixtures", "images", image_name)
+        image_name = os.path.basename(image)
         official = os.path.join(args.work, f"{name}_official.json")
         ours = os.path.join(args.work, f"{name}_ours.json")
         start = time.time()
-        if not os.path.exists(official):
-            subprocess.run([sys.executable, os.path.join(HERE, "official_amg.py"), args.sam2_source, "--config", config,
-                            "--image", image, "--params", json.dumps(params), "--out", official],
-                           check=True, capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="2"))
+        official_error = None
+        if not kept_official_run_matches(official, image, params):
+            reference = subprocess.run([sys.executable, os.path.join(HERE, "official_amg.py"), args.sam2_source,
+                                        "--config", config, "--image", image, "--params", json.dumps(params),
+                                        "--out", official],
+                                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="2"))
+            if reference.returncode != 0:
+                official_error = (reference.stderr.strip().splitlines() or ["(no message)"])[-1]
         middle = time.time()
         run = subprocess.run(our_command(args.build, config, image, params, ours, args.work, name),
                              capture_output=True, text=True)
@@ -148,12 +215,25 @@ def main():
             print(f"== {name}: sam2rt failed: {run.stderr.strip()}")
             failed.append(name)
             continue
+        if official_error is not None:
+            # Nothing to compare with: say what the official code raised and what we returned.
+            with open(ours) as f:
+                count = len(json.load(f)["masks"])
+            print(f"== {name} ({config}, {image_name}): the official generator raised {official_error}; "
+                  f"sam2rt returned {count} masks")
+            print(f"   parameters: {json.dumps(params)}", flush=True)
+            official_raised.append(name)
+            continue
         result = subprocess.run([sys.executable, os.path.join(HERE, "compare_amg.py"), official, ours],
                                 capture_output=True, text=True)
         print(f"== {name} ({config}, {image_name}): official {middle - start:.1f} s, sam2rt {end - middle:.1f} s")
+        if args.random > 0:
+            print(f"   parameters: {json.dumps(params)}")
         print(result.stdout.rstrip(), flush=True)
         if result.returncode != 0:
             failed.append(name)
+    if official_raised:
+        print(f"cases where the official generator raised (not compared): {', '.join(official_raised)}")
     print("every mask paired in every case" if not failed else f"cases with unpaired masks: {', '.join(failed)}")
     return 1 if failed else 0
 

@@ -2,15 +2,17 @@
 """Runs `sam2rt everything` and Meta's official generator on cases the goldens do not cover, and compares them.
 
 usage: differential_amg.py SAM2_SOURCE_DIR [--build build] [--only NAME ...] [--work /tmp/amg-differential]
-                          [--random N [--seed S]]
+                          [--random N [--seed S] [--random-model micro|tiny]]
 
 For every case below: official_amg.py (the official SAM2AutomaticMaskGenerator in
 float32, fixture weights), then `sam2rt everything` with the same parameters, then
 compare_amg.py. Prints one block per case and a summary; exit 0 when every case
-pairs every mask. --random N runs N micro cases drawn from --seed instead: every
-parameter at random within the official ranges, on the fixture photos and on copies
-resized to random sizes (made in --work), a fresh sweep for each seed. The official runs take seconds for micro and about a minute for
+pairs every mask. The official runs take seconds for micro and about a minute for
 Tiny on a 2-core machine; their results are kept in --work and reused.
+
+--random N runs N cases drawn from --seed instead (micro, or Tiny kept small): every
+parameter at random within the official ranges, on the fixture photos and on copies
+resized to random sizes (made in --work); each seed is a fresh sweep.
 
 Needs what time_official_amg.py needs (Debian's python3-torch, python3-torchvision,
 python3-omegaconf, python3-pil, python3-numpy) and python3-scipy.
@@ -103,8 +105,9 @@ CASES = [
 ]
 
 
-def random_cases(count, seed, work):
-    """`count` micro cases drawn from `seed`: (name, config, image path, parameters)."""
+def random_cases(count, seed, work, config):
+    """`count` cases of `config` drawn from `seed`: (name, config, image path, parameters). Tiny's are
+    kept small (at most 6 points per side, one crop layer): the official code takes minutes on them."""
     import random
 
     from PIL import Image
@@ -113,7 +116,7 @@ def random_cases(count, seed, work):
     cases = []
     for i in range(count):
         rng = random.Random(f"{seed}-{i}")
-        name = f"random_{seed}_{i}"
+        name = f"random_{'tiny_' if config == TINY else ''}{seed}_{i}"
         image = os.path.join(SHARED, "fixtures", "images", rng.choice(photos))
         if rng.random() < 0.5:
             # The photo at a random size and aspect: odd sizes exercise the crop boxes and the uncropping.
@@ -121,11 +124,11 @@ def random_cases(count, seed, work):
             resized = os.path.join(work, f"{name}_{size[0]}x{size[1]}.png")
             Image.open(image).convert("RGB").resize(size, Image.BILINEAR).save(resized)
             image = resized
-        crop_n_layers = rng.choice([0, 0, 1, 1, 2])
+        crop_n_layers = rng.choice([0, 0, 1, 1] if config == TINY else [0, 0, 1, 1, 2])
         downscale = rng.choice([1, 1, 2, 3])
         params = {
             # At least one point per side in the last crop layer (an empty grid is refused, not compared).
-            "points_per_side": rng.randint(max(1, downscale ** crop_n_layers), 12),
+            "points_per_side": rng.randint(max(1, downscale ** crop_n_layers), 6 if config == TINY else 12),
             "points_per_batch": rng.randint(1, 100),
             "pred_iou_thresh": rng.choice([0.0, round(rng.uniform(0.0, 0.6), 3)]),
             "stability_score_thresh": rng.choice([0.0, round(rng.uniform(0.0, 0.6), 3)]),
@@ -140,7 +143,12 @@ def random_cases(count, seed, work):
             "use_m2m": rng.random() < 0.3,
             "multimask_output": rng.random() < 0.7,
         }
-        cases.append((name, MICRO, image, params))
+        if rng.random() < 0.15:
+            # Custom grids instead: one per crop layer, random points in [0, 1].
+            params["points_per_side"] = None
+            params["point_grids"] = [[[round(rng.random(), 4), round(rng.random(), 4)]
+                                      for _ in range(rng.randint(1, 30))] for _ in range(crop_n_layers + 1)]
+        cases.append((name, config, image, params))
     return cases
 
 
@@ -184,10 +192,11 @@ def main():
     ap.add_argument("--work", default="/tmp/amg-differential")
     ap.add_argument("--random", type=int, default=0, metavar="N", help="N random micro cases instead of the list")
     ap.add_argument("--seed", type=int, default=0, help="the random cases' seed")
+    ap.add_argument("--random-model", choices=["micro", "tiny"], default="micro", help="the random cases' model")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     if args.random > 0:
-        cases = random_cases(args.random, args.seed, args.work)
+        cases = random_cases(args.random, args.seed, args.work, TINY if args.random_model == "tiny" else MICRO)
     else:
         cases = [(name, config, os.path.join(SHARED, "fixtures", "images", image_name), params)
                  for name, config, image_name, params in CASES]

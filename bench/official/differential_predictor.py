@@ -3,12 +3,14 @@
 
 usage: PYTHONPATH=build/python differential_predictor.py SAM2_SOURCE_DIR [--model micro|tiny]
        [--preprocess pillow|torchvision] [--max-hole-area A] [--max-sprinkle-area A] [--no-postprocessing]
+       [--random N [--seed S]]
 
 Both predictors get the same model (fixture weights generated(0), float32), photo and
 predict() arguments: points with background clicks, boxes alone and with points, B x 4
 box batches, mask inputs fed back from a previous prediction, normalize_coords=False,
 return_logits, multimask_output True and False, points on the photo's edges, set_image_batch
-with predict_batch. The official predictor preprocesses as the goldens do (the model
+with predict_batch; with --random N, N calls of these forms per photo with random prompts.
+The official predictor preprocesses as the goldens do (the model
 card's Pillow resize: official_amg.pil_preprocess). Prints, per call, the largest
 differences of the low-res logits, the scores and the masks (logits with return_logits,
 else pixels that differ), and exits 1 if a difference is beyond float32 rounding. (Left out:
@@ -58,6 +60,45 @@ def calls(width, height, rng):
     ]
 
 
+def random_calls(width, height, rng, count):
+    """`count` calls with random prompts inside the photo (edges included), in the forms of calls()."""
+    w, h = float(width), float(height)
+
+    def points(n):
+        xy = rng.uniform([0, 0], [w, h], size=(n, 2))
+        # About one coordinate in ten on the photo's edges (0, or the width or height).
+        on_edge = rng.random((n, 2)) < 0.1
+        xy = np.where(on_edge, np.where(rng.random((n, 2)) < 0.5, 0.0, [w, h]), xy)
+        return xy.astype(np.float32)
+
+    def box():
+        x = np.sort(rng.uniform(0, w, 2))
+        y = np.sort(rng.uniform(0, h, 2))
+        return [float(x[0]), float(y[0]), float(x[1]), float(y[1])]
+
+    result = []
+    for i in range(count):
+        kind = rng.integers(0, 6)
+        kwargs = dict(multimask_output=bool(rng.random() < 0.6), return_logits=bool(rng.random() < 0.3))
+        n = int(rng.integers(1, 7))
+        if kind == 0:
+            kwargs.update(point_coords=points(n), point_labels=rng.integers(0, 2, n))
+        elif kind == 1:
+            kwargs.update(box=box())
+        elif kind == 2:
+            kwargs.update(box=box(), point_coords=points(n), point_labels=rng.integers(0, 2, n))
+        elif kind == 3:
+            kwargs.update(box=[box() for _ in range(int(rng.integers(1, 5)))])
+        elif kind == 4:
+            batch = int(rng.integers(1, 4))
+            kwargs.update(point_coords=np.stack([points(n) for _ in range(batch)]),
+                          point_labels=rng.integers(0, 2, (batch, n)))
+        else:
+            kwargs.update(point_coords=points(n), point_labels=rng.integers(0, 2, n), mask_input="previous")
+        result.append((f"random call {i} ({kind})", kwargs))
+    return result
+
+
 def compare(name, official, ours, return_logits):
     masks_a, scores_a, low_a = (np.asarray(x, np.float32) for x in official)
     masks_b, scores_b, low_b = (np.asarray(x, np.float32) for x in ours)
@@ -94,6 +135,9 @@ def main():
                     help="build both models with apply_postprocessing=False (no dynamic multimask selection)")
     ap.add_argument("--max-hole-area", type=float, default=0.0)
     ap.add_argument("--max-sprinkle-area", type=float, default=0.0)
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="N calls with random prompts per photo instead of the fixed list")
+    ap.add_argument("--seed", type=int, default=0, help="the random calls' seed")
     args = ap.parse_args()
 
     import torch
@@ -127,7 +171,7 @@ def main():
     ours = sam2rt.SAM2ImagePredictor(ours_model, preprocess=args.preprocess, **fill)
 
     all_ok = True
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     photos = [np.asarray(Image.open(os.path.join(IMAGES, name)).convert("RGB")) for name in args.images]
     for name, photo in zip(args.images, photos):
         print(f"{args.model}, {name} ({photo.shape[1]}x{photo.shape[0]})")
@@ -135,7 +179,9 @@ def main():
             official.set_image(photo)
         ours.set_image(photo)
         previous = None
-        for call, kwargs in calls(photo.shape[1], photo.shape[0], rng):
+        chosen = random_calls(photo.shape[1], photo.shape[0], rng, args.random) if args.random > 0 else \
+            calls(photo.shape[1], photo.shape[0], rng)
+        for call, kwargs in chosen:
             if kwargs.get("mask_input") == "previous":
                 kwargs = dict(kwargs, mask_input=previous)
             with torch.inference_mode():

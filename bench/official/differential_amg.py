@@ -190,7 +190,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--only", nargs="*", default=[])
     ap.add_argument("--work", default="/tmp/amg-differential")
-    ap.add_argument("--random", type=int, default=0, metavar="N", help="N random micro cases instead of the list")
+    ap.add_argument("--random", type=int, default=0, metavar="N", help="N random cases instead of the list")
     ap.add_argument("--seed", type=int, default=0, help="the random cases' seed")
     ap.add_argument("--random-model", choices=["micro", "tiny"], default="micro", help="the random cases' model")
     args = ap.parse_args()

@@ -75,6 +75,15 @@ TEST(EncoderKernels, LayoutRoundTrip) {
   EXPECT_EQ(max_abs_diff(hwc_to_nchw(hwc), x), 0.0);
 }
 
+TEST(EncoderKernels, ChannelsLastIntoAGivenTensor) {
+  const Tensor x = random_tensor({1, 5, 33, 70}, 9);
+  Tensor rows = Tensor::filled({33 * 70, 5}, -1.0f);
+  nchw_to_hwc_into(x, rows);
+  EXPECT_EQ(max_abs_diff(rows.reshaped({33, 70, 5}), nchw_to_hwc(x)), 0.0);
+  Tensor too_small({33 * 70, 4});
+  EXPECT_THROW(nchw_to_hwc_into(x, too_small), Error);
+}
+
 // Keys' cubic kernel, A = -0.75, evaluated at a tap's distance from the source point.
 double keys_cubic(double d) {
   const double a = -0.75, x = std::fabs(d);

@@ -68,7 +68,7 @@ float* f32_data(const DeviceTensor& x) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() : pool_(std::make_shared<BufferPool>()) {}
+CpuBackend::CpuBackend() : pool_(std::make_shared<BufferPool>(BufferPool::shared())) {}
 
 DeviceTensor CpuBackend::constant(const Tensor& value) { return wrap(value); }
 

@@ -98,6 +98,11 @@ struct BufferPool::State {
 
 BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
 
+BufferPool& BufferPool::shared() {
+  static BufferPool pool;
+  return pool;
+}
+
 std::shared_ptr<void> BufferPool::bytes(size_t bytes) {
   const size_t size = round_up(std::max<size_t>(bytes, 1), kGranule);
   char* memory = nullptr;

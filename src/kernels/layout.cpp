@@ -47,10 +47,20 @@ Tensor nchw_to_hwc(const Tensor& nchw) {
   if (nchw.rank() != 4 || nchw.dim(0) != 1) {
     throw Error("nchw_to_hwc: expected [1, C, H, W], got " + shape_to_string(nchw.shape()));
   }
-  const int64_t c = nchw.dim(1), h = nchw.dim(2), w = nchw.dim(3);
-  Tensor out({h, w, c});
-  transpose(nchw.data(), out.data(), c, h * w);
+  Tensor out = Tensor::uninitialized({nchw.dim(2), nchw.dim(3), nchw.dim(1)});
+  nchw_to_hwc_into(nchw, out);
   return out;
+}
+
+void nchw_to_hwc_into(const Tensor& nchw, Tensor& hwc) {
+  if (nchw.rank() != 4 || nchw.dim(0) != 1) {
+    throw Error("nchw_to_hwc: expected [1, C, H, W], got " + shape_to_string(nchw.shape()));
+  }
+  if (hwc.numel() != nchw.numel()) {
+    throw Error("nchw_to_hwc: output " + shape_to_string(hwc.shape()) + " does not hold " +
+                shape_to_string(nchw.shape()));
+  }
+  transpose(nchw.data(), hwc.data(), nchw.dim(1), nchw.dim(2) * nchw.dim(3));
 }
 
 }  // namespace sam2rt

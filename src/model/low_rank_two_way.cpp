@@ -29,7 +29,7 @@ constexpr int64_t kImageRowBlock = 256;
 // than the arithmetic done on it. The pool keeps what the busiest moment needed
 // (a prompt per thread).
 Tensor image_sized(Shape shape) {
-  static BufferPool pool;
+  BufferPool& pool = BufferPool::shared();
   return pool.tensor(std::move(shape));
 }
 
@@ -336,7 +336,9 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
   im.c_norm2 = row_dots(im.c_centered.data(), c, im.c_centered.data(), c, 1, c)[0];
   im.values1_const = token_to_image1.v_proj(b1.reshaped({1, c})).reshaped({d_k1});
   im.final_values_const = final_attn_.v_proj(b2.reshaped({1, c})).reshaped({d_final});
-  auto rows_of = [n](int64_t width) { return Tensor::uninitialized({n, width}); };
+  // The image-sized state comes from the process's pool: memory the encoder
+  // has just given back, not fresh pages.
+  auto rows_of = [n](int64_t width) { return BufferPool::shared().tensor({n, width}); };
   im.src_norm2 = Tensor::uninitialized({n});
   im.src_out0 = rows_of(d_out0);
   im.keys1_shared = rows_of(d_k1);

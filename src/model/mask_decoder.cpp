@@ -30,9 +30,12 @@ constexpr int64_t kObjectScoreToken = 0, kIouToken = 1, kFirstMaskToken = 2;
 // Image rows per block of the per-image projection (as in the transformer).
 constexpr int64_t kImageRowBlock = 256;
 
-// [1, C, H, W] -> [H*W, C]
+// [1, C, H, W] -> [H*W, C], on the process's pool: the per-image state reuses
+// memory the encoder has given back instead of touching fresh pages.
 Tensor channels_last(const Tensor& nchw) {
-  return nchw_to_hwc(nchw).reshaped({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
+  Tensor hwc = BufferPool::shared().tensor({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
+  nchw_to_hwc_into(nchw, hwc);
+  return hwc;
 }
 
 // Row t of [T, C] tokens as a [1, C] tensor.
@@ -47,7 +50,7 @@ Tensor token_row(const Tensor& tokens, int64_t t) {
 // fresh memory costs a page fault per 4 KiB, and a batch of prompts would fault
 // them in again on every call.
 Tensor mask_logits(Shape shape) {
-  static BufferPool pool;
+  BufferPool& pool = BufferPool::shared();
   return pool.tensor(std::move(shape));
 }
 
@@ -109,7 +112,7 @@ DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, co
     image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);
     const Tensor& shared = image.low_rank.final_shared;
     const int64_t c = shared.dim(1), taps = upscale0_taps_.dim(1);
-    image.upscale0_shared = Tensor::uninitialized({shared.dim(0), taps});
+    image.upscale0_shared = BufferPool::shared().tensor({shared.dim(0), taps});
     for_row_blocks(threads, shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
       gemm({.m = r1 - r0, .n = taps, .k = c, .a = shared.data() + r0 * c, .lda = c, .b = upscale0_taps_.data(),
             .ldb = taps, .b_transposed = false, .c = image.upscale0_shared.data() + r0 * taps, .ldc = taps});

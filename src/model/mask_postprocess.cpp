@@ -51,7 +51,7 @@ Tensor upscale_masks_to_original(const Tensor& low_res, int orig_w, int orig_h) 
   // of megabytes, and fresh memory costs a page fault per 4 KiB on first touch
   // (~11 us on these machines, more than the resize itself). The pool keeps what
   // the largest batch held at once and recycles it for the next.
-  static BufferPool pool;
+  BufferPool& pool = BufferPool::shared();
   if (low_res.rank() < 2 || orig_w <= 0 || orig_h <= 0) {
     return bilinear_resize(low_res, orig_h, orig_w);  // which refuses it, naming the sizes
   }
@@ -92,7 +92,7 @@ void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill) {
 Tensor clamp_low_res_logits(const Tensor& low_res) {
   // Pooled and not zeroed first, as the upscaled masks: a batch asks for 0.75 MB
   // per prompt, and fresh memory faults on first touch.
-  static BufferPool pool;
+  BufferPool& pool = BufferPool::shared();
   Tensor y = pool.tensor(low_res.shape());
   std::transform(low_res.begin(), low_res.end(), y.begin(),
                  [](float v) { return std::clamp(v, -kLowResClamp, kLowResClamp); });

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/buffer_pool.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
@@ -188,10 +189,13 @@ TwoWayTransformer::TwoWayTransformer(const ModelConfig& config, const WeightMap&
 TransformerImageInput TwoWayTransformer::prepare_image(Tensor src, const Tensor& image_pe, int threads) const {
   const TwoWayAttentionBlock& first = layers_.front();
   const int64_t hw = src.dim(0), c = src.dim(1);
+  // Every row is written below; the memory is the pool's (the encoder's freed
+  // activations), not fresh pages.
+  BufferPool& pool = BufferPool::shared();
   TransformerImageInput image{.src = std::move(src),
-                              .token_to_image_k = Tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
-                              .token_to_image_v = Tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
-                              .image_to_token_q = Tensor({hw, first.cross_attn_image_to_token.internal_dim()})};
+                              .token_to_image_k = pool.tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
+                              .token_to_image_v = pool.tensor({hw, first.cross_attn_token_to_image.internal_dim()}),
+                              .image_to_token_q = pool.tensor({hw, first.cross_attn_image_to_token.internal_dim()})};
   for_row_blocks(threads, hw, kImageRowBlock, [&](int64_t r0, int64_t r1) {
     const int64_t rows = r1 - r0;
     std::vector<float> with_pe(static_cast<size_t>(rows * c));

@@ -27,9 +27,9 @@ class BufferPool {
 
   // The process's pool, shared by the engine's activations (the CPU backend),
   // per-image state and per-prompt buffers: memory the encoder has given back
-  // serves the decoder without touching fresh pages (~200 MB less fresh memory
-  // for a one-shot segment-everything with Tiny). Copies of a BufferPool share
-  // its arena.
+  // serves the decoder without touching fresh pages (a one-shot segment-
+  // everything with Tiny: 130 MB less). It keeps its peak until the process
+  // ends. Copies of a BufferPool share its arena.
   static BufferPool& shared();
 
   // A float tensor of `shape` on recycled (or new) memory; contents undefined.

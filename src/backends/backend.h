@@ -125,6 +125,13 @@ class Backend {
                            int64_t rows, DeviceTensor& y) = 0;
   virtual void windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token,
                                   int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) = 0;
+  // windowed_attention on the qkv Linear of x [height * width, in] (f32, or bf16
+  // for a bf16 layer): what linear_forward into a [height, width, 3C] tensor and
+  // windowed_attention on it give, as one op. A backend may keep the qkv to one
+  // row of windows at a time (Hiera-Tiny's first pooling block: 151 MB whole).
+  virtual void qkv_windowed_attention(const LinearHandle& qkv, const DeviceTensor& x, int64_t height, int64_t width,
+                                      int64_t window, const DeviceTensor& pad_token, int64_t heads, bool q_pool,
+                                      DeviceTensor& out, bool bf16_products) = 0;
   virtual void attention(const AttentionOperands& operands) = 0;
   virtual void max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) = 0;
   virtual void add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) = 0;

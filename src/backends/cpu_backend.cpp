@@ -187,6 +187,47 @@ void CpuBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, con
   sam2rt::windowed_attention(f32(qkv), window, f32_data(pad_token), heads, q_pool, result, bf16_products);
 }
 
+void CpuBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTensor& x, int64_t height,
+                                        int64_t width, int64_t window, const DeviceTensor& pad_token, int64_t heads,
+                                        bool q_pool, DeviceTensor& out, bool bf16_products) {
+  ++ops_;
+  const auto& packed = *static_cast<const PackedLinear*>(qkv.impl.get());
+  if (height < 1 || width < 1 || x.numel() < height * width * qkv.in_features) {
+    throw Error("cpu backend: qkv_windowed_attention: x holds fewer than " + std::to_string(height) + " x " +
+                std::to_string(width) + " tokens");
+  }
+  if (x.type() != (packed.precision() == Precision::bf16 ? ElementType::bf16 : ElementType::f32)) {
+    throw Error("cpu backend: qkv_windowed_attention: x's type does not match the layer's precision");
+  }
+  Tensor result = f32(out);
+  // One row of windows at a time when the windows tile the rows (a partial
+  // last row of windows would change the q-pooled output's rows): each band's
+  // qkv is produced, attended and overwritten while it is in cache, and the
+  // whole qkv grid never exists. Every window's attention and every token's
+  // qkv are computed as on the whole grid.
+  const int64_t band = height % window == 0 ? window : height;
+  const int64_t out_band = q_pool ? band / 2 : band;
+  const int64_t out_width = q_pool ? width / 2 : width, channels = result.dim(2);
+  const size_t x_row_bytes =
+      static_cast<size_t>(qkv.in_features) * (x.type() == ElementType::f32 ? sizeof(float) : sizeof(uint16_t));
+  const auto* x_bytes = x.type() == ElementType::f32 ? reinterpret_cast<const char*>(f32_data(x))
+                                                     : reinterpret_cast<const char*>(bf16(x));
+  Tensor qkv_band = pool_->tensor({band, width, qkv.out_features});
+  for (int64_t row = 0; row < height; row += band) {
+    const void* band_x = x_bytes + static_cast<size_t>(row * width) * x_row_bytes;
+    if (x.type() == ElementType::f32) {
+      packed.forward(static_cast<const float*>(band_x), band * width, qkv_band.data(), Epilogue::none);
+    } else {
+      packed.forward(static_cast<const uint16_t*>(band_x), band * width, qkv_band.data(), Epilogue::none);
+    }
+    Tensor out_rows = band == height ? result
+                                     : Tensor::view({out_band, out_width, channels},
+                                                    result.data() + (q_pool ? row / 2 : row) * out_width * channels,
+                                                    nullptr);
+    sam2rt::windowed_attention(qkv_band, window, f32_data(pad_token), heads, q_pool, out_rows, bf16_products);
+  }
+}
+
 void CpuBackend::attention(const AttentionOperands& operands) {
   ++ops_;
   if (operands.batches < 1) throw Error("cpu backend: attention needs at least one batch");

@@ -45,6 +45,9 @@ class CpuBackend final : public Backend {
                    DeviceTensor& y) override;
   void windowed_attention(const DeviceTensor& qkv, int64_t window, const DeviceTensor& pad_token, int64_t heads,
                           bool q_pool, DeviceTensor& out, bool bf16_products) override;
+  void qkv_windowed_attention(const LinearHandle& qkv, const DeviceTensor& x, int64_t height, int64_t width,
+                              int64_t window, const DeviceTensor& pad_token, int64_t heads, bool q_pool,
+                              DeviceTensor& out, bool bf16_products) override;
   void attention(const AttentionOperands& operands) override;
   void max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) override;
   void add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) override;

@@ -113,30 +113,35 @@ std::vector<HieraBlockSpec> hiera_block_specs(const HieraConfig& config) {
   return specs;
 }
 
-DeviceTensor HieraTrunk::attention(const DeviceTensor& qkv_grid, size_t index) const {
+DeviceTensor HieraTrunk::attention(const DeviceTensor& normed, size_t index) const {
   // MultiScaleAttention on the qkv of the normalised input, windowed or global.
   // The official code zero-pads the normalised map before qkv; a zero token's
   // qkv is the bias, so padding the qkv map with the bias is the same. Padded
   // tokens are not masked (they attend and are attended to), as officially.
   const HieraBlockSpec& spec = specs_[index];
-  const int64_t height = qkv_grid.dim(0), width = qkv_grid.dim(1);
+  const HieraBlockLayers& layers = blocks_[index];
+  const int64_t height = normed.dim(0), width = normed.dim(1);
   const int64_t out_height = spec.q_pool ? height / 2 : height;
   const int64_t out_width = spec.q_pool ? width / 2 : width;
   DeviceTensor attended = backend_.tensor({out_height, out_width, spec.dim_out});
   if (spec.window > 0) {
-    ScopedStage stage("attention (windows)");
-    backend_.windowed_attention(qkv_grid, spec.window, blocks_[index].qkv_bias, spec.heads, spec.q_pool, attended,
-                                precision_ == Precision::bf16);
+    ScopedStage stage("qkv + attention (windows)");
+    backend_.qkv_windowed_attention(layers.qkv, normed, height, width, spec.window, layers.qkv_bias, spec.heads,
+                                    spec.q_pool, attended, precision_ == Precision::bf16);
     return attended;
   }
-  const DeviceTensor windows = qkv_grid.reshaped({1, height, width, qkv_grid.dim(2)});
+  DeviceTensor qkv = backend_.tensor({1, height, width, 3 * static_cast<int64_t>(spec.dim_out)});
+  {
+    ScopedStage stage("linear qkv");
+    backend_.linear_forward(layers.qkv, normed, height * width, qkv, Epilogue::none);
+  }
   DeviceTensor pooled_q;
   if (spec.q_pool) {
     ScopedStage stage("q pool");
     pooled_q = backend_.tensor({1, out_height, out_width, spec.dim_out});
-    backend_.max_pool2x2(windows, 0, spec.dim_out, pooled_q);
+    backend_.max_pool2x2(qkv, 0, spec.dim_out, pooled_q);
   }
-  attend_globally(backend_, windows, pooled_q, spec.heads, precision_, attended);
+  attend_globally(backend_, qkv, pooled_q, spec.heads, precision_, attended);
   return attended;
 }
 
@@ -162,13 +167,7 @@ DeviceTensor HieraTrunk::block(DeviceTensor x, size_t index) const {
     out = out.reshaped({out.dim(1), out.dim(2), spec.dim_out});
   }
 
-  DeviceTensor qkv = backend_.tensor({height, width, 3 * static_cast<int64_t>(spec.dim_out)});
-  {
-    ScopedStage stage("linear qkv");
-    backend_.linear_forward(layers.qkv, normed, tokens, qkv, Epilogue::none);
-  }
-  const DeviceTensor attended = attention(qkv, index);
-  qkv = DeviceTensor();
+  const DeviceTensor attended = attention(normed, index);
   const int64_t out_tokens = out.dim(0) * out.dim(1);
   {
     const DeviceTensor attended_in = as_gemm_input(backend_, attended, precision_);

@@ -86,7 +86,8 @@ class HieraTrunk {
   // One MultiScaleBlock on a token-major map x [H, W, dim] -> [H', W', dim_out];
   // x may be updated in place when the block keeps its width.
   DeviceTensor block(DeviceTensor x, size_t index) const;
-  DeviceTensor attention(const DeviceTensor& qkv, size_t index) const;
+  // The block's attention (qkv included) on its normalised input [H, W, dim].
+  DeviceTensor attention(const DeviceTensor& normed, size_t index) const;
 
   Precision precision_;
   Backend& backend_;

@@ -204,6 +204,22 @@ void VulkanBackend::windowed_attention(const DeviceTensor& qkv, int64_t window, 
                                    q_pool, elements(out, "windowed_attention"));
 }
 
+void VulkanBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTensor& x, int64_t height,
+                                           int64_t width, int64_t window, const DeviceTensor& pad_token,
+                                           int64_t heads, bool q_pool, DeviceTensor& out, bool bf16_products) {
+  refuse_bf16(bf16_products, "qkv_windowed_attention");
+  // One op of the model, as on the CPU: the qkv Linear and the attention go into
+  // one recording, through a whole qkv grid (scratch of the arena).
+  DeviceTensor grid = tensor({height, width, qkv.out_features});
+  CommandRecorder& recorder = record("qkv_windowed_attention");
+  ops_library_->linear(recorder, *static_cast<const DeviceLinear*>(qkv.impl.get()),
+                       elements(x, "qkv_windowed_attention"), height * width,
+                       elements(grid, "qkv_windowed_attention"), Epilogue::none);
+  ops_library_->windowed_attention(recorder, elements(grid, "qkv_windowed_attention"), height, width,
+                                   qkv.out_features / 3, window, elements(pad_token, "qkv_windowed_attention"),
+                                   heads, q_pool, elements(out, "qkv_windowed_attention"));
+}
+
 void VulkanBackend::attention(const AttentionOperands& a) {
   refuse_bf16(a.bf16_products, "attention");
   DeviceAttention args;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/stage_profile.h"
@@ -21,7 +22,7 @@ FpnNeck::FpnNeck(const NeckConfig& config, const WeightMap& weights, Backend& ba
   }
 }
 
-std::vector<DeviceTensor> FpnNeck::forward(const std::vector<DeviceTensor>& stages) const {
+std::vector<DeviceTensor> FpnNeck::forward(std::vector<DeviceTensor> stages) const {
   ScopedStage stage_timer("neck");
   if (stages.size() != laterals_.size()) {
     throw Error("FPN neck: got " + std::to_string(stages.size()) + " trunk stages, expected " +
@@ -32,7 +33,7 @@ std::vector<DeviceTensor> FpnNeck::forward(const std::vector<DeviceTensor>& stag
   DeviceTensor previous;
   for (int level = last; level >= 0; --level) {
     const LinearHandle& conv = laterals_[static_cast<size_t>(last - level)];
-    const DeviceTensor& stage = stages[static_cast<size_t>(level)];
+    DeviceTensor stage = std::move(stages[static_cast<size_t>(level)]);
     if (stage.dim(-1) != conv.in_features) {
       throw Error("FPN neck: stage " + shape_to_string(stage.shape()) + " does not match lateral conv of " +
                   std::to_string(conv.in_features) + " input channels");

@@ -20,7 +20,9 @@ class FpnNeck {
 
   // Trunk stage outputs, token-major, highest resolution first -> the FPN levels
   // (before scalp), token-major [H_i, W_i, d_model], highest resolution first.
-  std::vector<DeviceTensor> forward(const std::vector<DeviceTensor>& stages) const;
+  // Each stage is let go once its lateral is made (from the coarsest up), so
+  // the finest level (64 MB for SAM 2 at 1024) is not made beside every stage.
+  std::vector<DeviceTensor> forward(std::vector<DeviceTensor> stages) const;
 
  private:
   std::vector<LinearHandle> laterals_;  // laterals_[j] is convs[j]: j = 0 is the LOWEST resolution

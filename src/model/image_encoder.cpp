@@ -119,12 +119,12 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
     embedded = trunk.embed(image);
   }
   if (trunk_outputs) out.patch_embed_pos = to_nchw(embedded);
-  const std::vector<DeviceTensor> stages = trunk.forward_blocks(std::move(embedded));
+  std::vector<DeviceTensor> stages = trunk.forward_blocks(std::move(embedded));
   if (trunk_outputs) {
     for (const DeviceTensor& stage : stages) out.trunk_stages.push_back(to_nchw(stage));
   }
 
-  std::vector<DeviceTensor> levels = neck_.forward(stages);
+  std::vector<DeviceTensor> levels = neck_.forward(std::move(stages));
   levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
   if (nchw_outputs && neck_levels) {
     for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
@@ -140,8 +140,9 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
     backend.linear_forward(conv, level, level.dim(0) * level.dim(1), hwc, Epilogue::none);
     return hwc;
   };
-  out.decoder_hwc.feat_s1 = project(conv_s1_, levels[1]);
   out.decoder_hwc.feat_s0 = project(conv_s0_, levels[0]);
+  levels[0] = DeviceTensor();  // the finest level (64 MB for SAM 2 at 1024): only feat_s0 reads it
+  out.decoder_hwc.feat_s1 = project(conv_s1_, levels[1]);
   if (nchw_outputs) {
     out.image_embed = to_nchw(out.decoder_hwc.image_embed);
     out.feat_s1 = to_nchw(out.decoder_hwc.feat_s1);

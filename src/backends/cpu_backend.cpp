@@ -68,7 +68,7 @@ float* f32_data(const DeviceTensor& x) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() : pool_(std::make_shared<BufferPool>(BufferPool::shared())) {}
+CpuBackend::CpuBackend() = default;
 
 DeviceTensor CpuBackend::constant(const Tensor& value) { return wrap(value); }
 
@@ -87,9 +87,9 @@ LinearHandle CpuBackend::linear(const Tensor& weight, const Tensor& bias, Precis
 DeviceTensor CpuBackend::persistent(Shape shape) { return wrap(Tensor::uninitialized(std::move(shape))); }
 
 DeviceTensor CpuBackend::tensor(Shape shape, ElementType type) {
-  if (type == ElementType::f32) return wrap(pool_->tensor(std::move(shape)));
+  if (type == ElementType::f32) return wrap(pool_.tensor(std::move(shape)));
   auto storage = std::make_shared<CpuStorage>();
-  storage->bf16 = pool_->bytes(static_cast<size_t>(shape_numel(shape)) * sizeof(uint16_t));
+  storage->bf16 = pool_.bytes(static_cast<size_t>(shape_numel(shape)) * sizeof(uint16_t));
   return DeviceTensor(std::move(shape), type, std::move(storage));
 }
 
@@ -109,7 +109,7 @@ Tensor CpuBackend::download(const DeviceTensor& x) { return f32(x); }
 DeviceTensor CpuBackend::conv2d_to_hwc(const DeviceTensor& image, const DeviceTensor& weight,
                                        const DeviceTensor& bias, int64_t stride, int64_t padding) {
   ++ops_;
-  return wrap(sam2rt::conv2d_to_hwc(f32(image), f32(weight), f32(bias), stride, padding, pool_.get()));
+  return wrap(sam2rt::conv2d_to_hwc(f32(image), f32(weight), f32(bias), stride, padding, &pool_));
 }
 
 void CpuBackend::add_rows(DeviceTensor& x, const DeviceTensor& rows) {
@@ -196,9 +196,6 @@ void CpuBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTen
     throw Error("cpu backend: qkv_windowed_attention: x holds fewer than " + std::to_string(height) + " x " +
                 std::to_string(width) + " tokens");
   }
-  if (x.type() != (packed.precision() == Precision::bf16 ? ElementType::bf16 : ElementType::f32)) {
-    throw Error("cpu backend: qkv_windowed_attention: x's type does not match the layer's precision");
-  }
   Tensor result = f32(out);
   // One row of windows at a time when the windows tile the rows (a partial
   // last row of windows would change the q-pooled output's rows): each band's
@@ -212,7 +209,7 @@ void CpuBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTen
       static_cast<size_t>(qkv.in_features) * (x.type() == ElementType::f32 ? sizeof(float) : sizeof(uint16_t));
   const auto* x_bytes = x.type() == ElementType::f32 ? reinterpret_cast<const char*>(f32_data(x))
                                                      : reinterpret_cast<const char*>(bf16(x));
-  Tensor qkv_band = pool_->tensor({band, width, qkv.out_features});
+  Tensor qkv_band = pool_.tensor({band, width, qkv.out_features});
   for (int64_t row = 0; row < height; row += band) {
     const void* band_x = x_bytes + static_cast<size_t>(row * width) * x_row_bytes;
     if (x.type() == ElementType::f32) {

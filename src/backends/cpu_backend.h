@@ -11,8 +11,8 @@ namespace sam2rt {
 
 // The CPU backend: each op calls today's kernel (src/kernels) with the
 // arguments the model passed it before the backend existed, so its results are
-// bit for bit those of that code. Activations come from one BufferPool;
-// constants share the caller's memory. Thread-safe.
+// bit for bit those of that code. Activations come from the process's pool
+// (BufferPool::shared); constants share the caller's memory. Thread-safe.
 class CpuBackend final : public Backend {
  public:
   CpuBackend();
@@ -71,7 +71,7 @@ class CpuBackend final : public Backend {
   void run(Program& program) override;
 
  private:
-  std::shared_ptr<BufferPool> pool_;
+  BufferPool pool_ = BufferPool::shared();  // a copy shares the arena
   std::atomic<int64_t> ops_{0};
 };
 

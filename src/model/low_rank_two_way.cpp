@@ -24,14 +24,10 @@ constexpr float kLayerNormEps = 1e-5f;
 // Image rows per block of a row-parallel pass, as in TwoWayTransformer.
 constexpr int64_t kImageRowBlock = 256;
 
-// A prompt's image-sized buffers (~10 MB for Tiny) come from a pool: fresh memory
-// costs a page fault per 4 KiB on first touch, which on these machines costs more
-// than the arithmetic done on it. The pool keeps what the busiest moment needed
-// (a prompt per thread).
-Tensor image_sized(Shape shape) {
-  BufferPool& pool = BufferPool::shared();
-  return pool.tensor(std::move(shape));
-}
+// Image-sized buffers (per prompt ~10 MB for Tiny, and the per-image state) come
+// from the process's pool: fresh memory costs a page fault per 4 KiB on first
+// touch, which on these machines costs more than the arithmetic done on it.
+Tensor image_sized(Shape shape) { return BufferPool::shared().tensor(std::move(shape)); }
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y = Tensor::uninitialized(a.shape());
@@ -338,7 +334,7 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
   im.final_values_const = final_attn_.v_proj(b2.reshaped({1, c})).reshaped({d_final});
   // The image-sized state comes from the process's pool: memory the encoder
   // has just given back, not fresh pages.
-  auto rows_of = [n](int64_t width) { return BufferPool::shared().tensor({n, width}); };
+  auto rows_of = [n](int64_t width) { return image_sized({n, width}); };
   im.src_norm2 = Tensor::uninitialized({n});
   im.src_out0 = rows_of(d_out0);
   im.keys1_shared = rows_of(d_k1);

@@ -55,42 +55,49 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
   EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
 }
 
-// The decoder's own shape (16-channel heads, 8 tokens each), on every path the
-// CPU has (per-head GEMMs, AVX2, AVX-512), strided input and output rows left
-// untouched around it; the vectorised paths round alike, so they agree bit for bit.
-TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapeMatchReference) {
-  const int64_t rows = 29, heads = 8, head_dim = 16, per_head = 8, ldx = heads * head_dim + 3;
-  const int64_t ldo = heads * per_head + 5;
-  const Tensor x = random_tensor({rows, ldx}, 11), vectors = random_tensor({heads * per_head, head_dim}, 12);
-  Tensor want = Tensor::filled({rows, ldo}, 7.0f);
-  HeadDotsArgs args{.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = per_head, .x = x.data(),
-                    .ldx = ldx, .vectors = vectors.data(), .out = want.data(), .ldo = ldo};
-  head_dots_reference(args);
-  Tensor vectorised;
-  for (SimdLevel level : available_levels()) {
-    Tensor got = Tensor::filled({rows, ldo}, 7.0f);
-    args.out = got.data();
-    head_dots(args, level);
-    EXPECT_LE(max_abs_error(got, want), 2e-6) << simd_level_name(level);
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = heads * per_head; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], 7.0f) << simd_level_name(level);
-    if (level == SimdLevel::baseline) continue;
-    if (vectorised.numel() == 0) {
-      vectorised = got;
-    } else {
-      EXPECT_TRUE(same_bits(got, vectorised)) << simd_level_name(level);
+// The decoder's own shapes (16-channel heads, 1 to 8 tokens each), on every
+// path the CPU has (per-head GEMMs, AVX2, AVX-512), strided input and output
+// rows left untouched around them; the vectorised paths round alike, so they
+// agree bit for bit. 29 rows: three blocks of eight and a tail.
+TEST(LowRankDecoderKernels, HeadDotsOfTheDecoderShapesMatchReference) {
+  for (int64_t per_head = 1; per_head <= 8; ++per_head) {
+    const int64_t rows = 29, heads = 8, head_dim = 16, ldx = heads * head_dim + 3;
+    const int64_t ldo = heads * per_head + 5;
+    const Tensor x = random_tensor({rows, ldx}, 11), vectors = random_tensor({heads * per_head, head_dim}, 12);
+    Tensor want = Tensor::filled({rows, ldo}, 7.0f);
+    HeadDotsArgs args{.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = per_head, .x = x.data(),
+                      .ldx = ldx, .vectors = vectors.data(), .out = want.data(), .ldo = ldo};
+    head_dots_reference(args);
+    Tensor vectorised;
+    for (SimdLevel level : available_levels()) {
+      Tensor got = Tensor::filled({rows, ldo}, 7.0f);
+      args.out = got.data();
+      head_dots(args, level);
+      EXPECT_LE(max_abs_error(got, want), 2e-6) << per_head << " per head, " << simd_level_name(level);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = heads * per_head; j < ldo; ++j) {
+          EXPECT_EQ(got[i * ldo + j], 7.0f) << per_head << " per head, " << simd_level_name(level);
+        }
+      if (level == SimdLevel::baseline) continue;
+      if (vectorised.numel() == 0) {
+        vectorised = got;
+      } else {
+        EXPECT_TRUE(same_bits(got, vectorised)) << per_head << " per head, " << simd_level_name(level);
+      }
     }
   }
 }
 
-// Every path: the decoder's shape with a row scale (vectorised where the CPU can)
-// and an odd one without (per-head GEMMs); outputs are added to what is there.
+// Every path: the decoder's shapes with and without a row scale (vectorised where
+// the CPU can; an odd number of heads takes one head per register at AVX-512
+// too) and an odd one (per-head GEMMs); outputs are added to what is there.
 TEST(LowRankDecoderKernels, HeadWeightedSumsMatchReference) {
   struct Shape3 {
     int64_t heads, head_dim, per_head;
     bool scaled;
   };
-  for (const Shape3 shape : {Shape3{8, 16, 8, true}, Shape3{8, 16, 8, false}, Shape3{3, 5, 4, false}}) {
+  for (const Shape3 shape : {Shape3{8, 16, 8, true}, Shape3{8, 16, 8, false}, Shape3{8, 16, 5, true},
+                             Shape3{8, 16, 1, false}, Shape3{3, 16, 6, true}, Shape3{3, 5, 4, false}}) {
     const int64_t rows = 45, ldw = shape.heads * shape.per_head + 3, ldx = shape.heads * shape.head_dim + 2;
     const int64_t ldo = shape.heads * shape.head_dim + 1;
     const Tensor w = random_tensor({rows, ldw}, 21), x = random_tensor({rows, ldx}, 22);

@@ -12,86 +12,46 @@ namespace sam2rt {
 
 namespace {
 
-// The shape of every SAM 2.1 decoder: attention heads of 16 channels, and 8
-// tokens per head for a one-point or box prompt (what segment-everything runs).
-constexpr int64_t kFastHeadDim = 16, kFastPerHead = 8;
+// Every SAM 2.1 decoder has attention heads of 16 channels; a head meets 8
+// tokens for a one-point or box prompt (what segment-everything runs), fewer
+// in the final attention of some of its output tokens (1 to 6).
+constexpr int64_t kFastHeadDim = 16, kMaxFastPerHead = 8;
 
 // Which vectorised path serves a shape at `level`; baseline means the per-head
-// GEMMs. AVX-512 takes two heads per register, AVX2 one.
+// GEMMs. head_weighted_sums at AVX-512 takes two heads per register, AVX2 one;
+// head_dots takes one head per 8-lane register at both (see its kernel).
 SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel level) {
-  if (head_dim != kFastHeadDim || per_head != kFastPerHead) return SimdLevel::baseline;
+  if (head_dim != kFastHeadDim || per_head < 1 || per_head > kMaxFastPerHead) return SimdLevel::baseline;
   const SimdLevel usable = std::min(level, best_simd_level());
   if (usable == SimdLevel::avx512 && heads % 2 == 0) return SimdLevel::avx512;
   return usable >= SimdLevel::avx2 ? SimdLevel::avx2 : SimdLevel::baseline;
 }
 
-// Two heads per 16-lane register: lane (k, j) holds head (h + k)'s dot with its
-// vector j. The vectors are transposed once so that one register holds their
-// component d for both heads; the row's component d of each head is spread to
-// its half by one permute. A GEMM per head (k = 16, n = 8) spends more time on
-// its call and packing than on its 2048 products.
-[[gnu::target("avx512f")]] void head_dots_two_heads_avx512(const HeadDotsArgs& a) {
-  const int64_t pairs = a.heads / 2;
-  // vt[p][d] = [vectors[2p, :, d], vectors[2p + 1, :, d]] as 16 lanes.
-  alignas(64) float vt[32][kFastHeadDim][16];
-  for (int64_t p = 0; p < pairs; ++p)
-    for (int64_t d = 0; d < kFastHeadDim; ++d)
-      for (int64_t lane = 0; lane < 16; ++lane) {
-        const int64_t head = 2 * p + lane / kFastPerHead, j = lane % kFastPerHead;
-        vt[p][d][lane] = a.vectors[(head * kFastPerHead + j) * kFastHeadDim + d];
-      }
-  __m512i spread[kFastHeadDim];
-  for (int d = 0; d < kFastHeadDim; ++d) {
-    spread[d] = _mm512_setr_epi32(d, d, d, d, d, d, d, d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d, 16 + d,
-                                  16 + d);
-  }
-  // Each output is one chain of 16 dependent FMAs; four rows at a time keep four
-  // chains in flight (one chain alone waits on the FMA latency at every step).
-  constexpr int64_t kRowsInFlight = 4;
-  int64_t i = 0;
-  for (; i + kRowsInFlight <= a.rows; i += kRowsInFlight) {
-    for (int64_t p = 0; p < pairs; ++p) {
-      __m512 head0[kRowsInFlight], head1[kRowsInFlight], acc[kRowsInFlight];
-      for (int64_t k = 0; k < kRowsInFlight; ++k) {
-        const float* x = a.x + (i + k) * a.ldx + 2 * p * kFastHeadDim;
-        head0[k] = _mm512_loadu_ps(x);
-        head1[k] = _mm512_loadu_ps(x + kFastHeadDim);
-        acc[k] = _mm512_mul_ps(_mm512_permutex2var_ps(head0[k], spread[0], head1[k]), _mm512_load_ps(vt[p][0]));
-      }
-      for (int d = 1; d < kFastHeadDim; ++d) {
-        const __m512 v = _mm512_load_ps(vt[p][d]);
-        for (int64_t k = 0; k < kRowsInFlight; ++k) {
-          acc[k] = _mm512_fmadd_ps(_mm512_permutex2var_ps(head0[k], spread[d], head1[k]), v, acc[k]);
-        }
-      }
-      for (int64_t k = 0; k < kRowsInFlight; ++k) {
-        _mm512_storeu_ps(a.out + (i + k) * a.ldo + 2 * p * kFastPerHead, acc[k]);
-      }
-    }
-  }
-  for (; i < a.rows; ++i) {
-    const float* x = a.x + i * a.ldx;
-    float* out = a.out + i * a.ldo;
-    for (int64_t p = 0; p < pairs; ++p) {
-      const __m512 head0 = _mm512_loadu_ps(x + 2 * p * kFastHeadDim);
-      const __m512 head1 = _mm512_loadu_ps(x + (2 * p + 1) * kFastHeadDim);
-      __m512 acc = _mm512_mul_ps(_mm512_permutex2var_ps(head0, spread[0], head1), _mm512_load_ps(vt[p][0]));
-      for (int d = 1; d < kFastHeadDim; ++d) {
-        acc = _mm512_fmadd_ps(_mm512_permutex2var_ps(head0, spread[d], head1), _mm512_load_ps(vt[p][d]), acc);
-      }
-      _mm512_storeu_ps(out + 2 * p * kFastPerHead, acc);
-    }
+// Calls kernel.template operator()<P>() with the compile-time P = per_head
+// (1..kMaxFastPerHead), so that the kernels' accumulators stay in registers.
+template <typename Kernel>
+void with_per_head(int64_t per_head, Kernel kernel) {
+  switch (per_head) {
+    case 1: return kernel.template operator()<1>();
+    case 2: return kernel.template operator()<2>();
+    case 3: return kernel.template operator()<3>();
+    case 4: return kernel.template operator()<4>();
+    case 5: return kernel.template operator()<5>();
+    case 6: return kernel.template operator()<6>();
+    case 7: return kernel.template operator()<7>();
+    default: return kernel.template operator()<8>();
   }
 }
 
-// Two heads at a time: 16 accumulators of 16 channels (head h's 8 outputs, then
-// head h + 1's), each row adding its x slices (times its row scale) times its
-// 16 weights, each weight broadcast straight from memory into its FMA: a
-// register spilled to the stack and reloaded lane by lane stalls on store
-// forwarding.
+// Two heads at a time: 2 * PerHead accumulators of 16 channels (head h's
+// outputs, then head h + 1's), each row adding its x slices (times its row
+// scale) times its weights, each weight broadcast straight from memory into its
+// FMA: a register spilled to the stack and reloaded lane by lane stalls on
+// store forwarding.
+template <int PerHead>
 [[gnu::target("avx512f")]] void head_weighted_sums_two_heads_avx512(const HeadWeightedSumsArgs& a) {
   for (int64_t h = 0; h < a.heads; h += 2) {
-    __m512 acc[2 * kFastPerHead];
+    __m512 acc[2 * PerHead];
     for (__m512& v : acc) v = _mm512_setzero_ps();
     for (int64_t i = 0; i < a.rows; ++i) {
       const float* x = a.x + i * a.ldx + h * kFastHeadDim;
@@ -101,32 +61,50 @@ SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel
         head0 = _mm512_mul_ps(head0, scale);
         head1 = _mm512_mul_ps(head1, scale);
       }
-      const float* w = a.w + i * a.ldw + h * kFastPerHead;
-      for (int64_t j = 0; j < kFastPerHead; ++j) {
+      const float* w = a.w + i * a.ldw + h * PerHead;
+      for (int j = 0; j < PerHead; ++j) {
         acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), head0, acc[j]);
-        acc[kFastPerHead + j] = _mm512_fmadd_ps(_mm512_set1_ps(w[kFastPerHead + j]), head1, acc[kFastPerHead + j]);
+        acc[PerHead + j] = _mm512_fmadd_ps(_mm512_set1_ps(w[PerHead + j]), head1, acc[PerHead + j]);
       }
     }
     for (int64_t k = 0; k < 2; ++k)
-      for (int64_t j = 0; j < kFastPerHead; ++j) {
+      for (int64_t j = 0; j < PerHead; ++j) {
         float* out = a.out + j * a.ldo + (h + k) * kFastHeadDim;
-        _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc[k * kFastPerHead + j]));
+        _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc[k * PerHead + j]));
       }
   }
 }
 
+// The first Lanes lanes of v to out.
+template <int Lanes>
+[[gnu::target("avx2,fma")]] inline void store_lanes(float* out, __m256 v) {
+  if constexpr (Lanes == kMaxFastPerHead) {
+    _mm256_storeu_ps(out, v);
+  } else {
+    alignas(32) float lanes[kMaxFastPerHead];
+    _mm256_store_ps(lanes, v);
+    std::copy_n(lanes, Lanes, out);
+  }
+}
+
 // One head per 8-lane register: lane j holds the row's dot with the head's
-// vector j, accumulated over d in the order of the AVX-512 path (a multiply,
-// then FMAs), so both paths round alike. The row's component d is broadcast
-// from memory; the transposed vectors are loaded once per d for four rows. The
-// loop over d is unrolled: its counter and branch cost ~25% of the time here.
+// vector j (lanes from PerHead on are zero and not stored), accumulated over d
+// as a multiply, then FMAs. The row's component d is broadcast from memory; the
+// transposed vectors are loaded once per d for eight rows, whose eight chains of
+// dependent FMAs cover the FMA latency on both pipes. This serves AVX-512 too:
+// two heads per 16-lane register need a permute per FMA, which measured 25%
+// slower on a Zen 4 (BM_DecoderHeadDots). The loop over d is unrolled: its
+// counter and branch cost ~25% of the time here.
+template <int PerHead>
 [[gnu::target("avx2,fma")]] void head_dots_one_head_avx2(const HeadDotsArgs& a) {
-  // vt[h][d] = vectors[h, :, d] as 8 lanes.
-  alignas(32) float vt[64][kFastHeadDim][kFastPerHead];
+  // vt[h][d] = vectors[h, :, d] as 8 lanes, zero beyond PerHead.
+  alignas(32) float vt[64][kFastHeadDim][kMaxFastPerHead];
   for (int64_t h = 0; h < a.heads; ++h)
     for (int64_t d = 0; d < kFastHeadDim; ++d)
-      for (int64_t j = 0; j < kFastPerHead; ++j) vt[h][d][j] = a.vectors[(h * kFastPerHead + j) * kFastHeadDim + d];
-  constexpr int64_t kRowsInFlight = 4;
+      for (int64_t j = 0; j < kMaxFastPerHead; ++j) {
+        vt[h][d][j] = j < PerHead ? a.vectors[(h * PerHead + j) * kFastHeadDim + d] : 0.0f;
+      }
+  constexpr int64_t kRowsInFlight = 8;
   int64_t i = 0;
   for (; i + kRowsInFlight <= a.rows; i += kRowsInFlight) {
     for (int64_t h = 0; h < a.heads; ++h) {
@@ -141,7 +119,7 @@ SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel
           acc[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + k * a.ldx + d), v, acc[k]);
         }
       }
-      for (int64_t k = 0; k < kRowsInFlight; ++k) _mm256_storeu_ps(a.out + (i + k) * a.ldo + h * kFastPerHead, acc[k]);
+      for (int64_t k = 0; k < kRowsInFlight; ++k) store_lanes<PerHead>(a.out + (i + k) * a.ldo + h * PerHead, acc[k]);
     }
   }
   for (; i < a.rows; ++i) {
@@ -149,29 +127,30 @@ SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel
       const float* x = a.x + i * a.ldx + h * kFastHeadDim;
       __m256 acc = _mm256_mul_ps(_mm256_broadcast_ss(x), _mm256_load_ps(vt[h][0]));
       for (int d = 1; d < kFastHeadDim; ++d) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + d), _mm256_load_ps(vt[h][d]), acc);
-      _mm256_storeu_ps(a.out + i * a.ldo + h * kFastPerHead, acc);
+      store_lanes<PerHead>(a.out + i * a.ldo + h * PerHead, acc);
     }
   }
 }
 
-// One head's half (8 of its 16 channels) at a time: 8 accumulators, one per
-// token, each row adding its x half (times its row scale) times the token's
+// One head's half (8 of its 16 channels) at a time: PerHead accumulators, one
+// per token, each row adding its x half (times its row scale) times the token's
 // weight, in the order and rounding of the AVX-512 path. Sixteen accumulators
 // (a whole head) would not leave AVX2's 16 registers room for the row.
+template <int PerHead>
 [[gnu::target("avx2,fma")]] void head_weighted_sums_half_heads_avx2(const HeadWeightedSumsArgs& a) {
   constexpr int64_t kHalf = kFastHeadDim / 2;
   for (int64_t h = 0; h < a.heads; ++h)
     for (int64_t half = 0; half < 2; ++half) {
       const int64_t channel = h * kFastHeadDim + half * kHalf;
-      __m256 acc[kFastPerHead];
+      __m256 acc[PerHead];
       for (__m256& v : acc) v = _mm256_setzero_ps();
       for (int64_t i = 0; i < a.rows; ++i) {
         __m256 x = _mm256_loadu_ps(a.x + i * a.ldx + channel);
         if (a.row_scale != nullptr) x = _mm256_mul_ps(x, _mm256_set1_ps(a.row_scale[i]));
-        const float* w = a.w + i * a.ldw + h * kFastPerHead;
-        for (int64_t j = 0; j < kFastPerHead; ++j) acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), x, acc[j]);
+        const float* w = a.w + i * a.ldw + h * PerHead;
+        for (int j = 0; j < PerHead; ++j) acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), x, acc[j]);
       }
-      for (int64_t j = 0; j < kFastPerHead; ++j) {
+      for (int64_t j = 0; j < PerHead; ++j) {
         float* out = a.out + j * a.ldo + channel;
         _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(out), acc[j]));
       }
@@ -184,8 +163,10 @@ void head_weighted_sums(const HeadWeightedSumsArgs& a) { head_weighted_sums(a, b
 
 void head_weighted_sums(const HeadWeightedSumsArgs& a, SimdLevel level) {
   switch (fast_path(a.heads, a.head_dim, a.per_head, level)) {
-    case SimdLevel::avx512: return head_weighted_sums_two_heads_avx512(a);
-    case SimdLevel::avx2: return head_weighted_sums_half_heads_avx2(a);
+    case SimdLevel::avx512:
+      return with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_two_heads_avx512<P>(a); });
+    case SimdLevel::avx2:
+      return with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_half_heads_avx2<P>(a); });
     case SimdLevel::baseline: break;
   }
   // Any other shape: each head's scaled weights [rows, per_head], then a GEMM
@@ -223,10 +204,8 @@ void head_dots(const HeadDotsArgs& a) { head_dots(a, best_simd_level()); }
 void head_dots(const HeadDotsArgs& a, SimdLevel level) {
   // The transposed vectors live on the stack: up to 64 heads.
   const SimdLevel path = a.heads <= 64 ? fast_path(a.heads, a.head_dim, a.per_head, level) : SimdLevel::baseline;
-  switch (path) {
-    case SimdLevel::avx512: return head_dots_two_heads_avx512(a);
-    case SimdLevel::avx2: return head_dots_one_head_avx2(a);
-    case SimdLevel::baseline: break;
+  if (path != SimdLevel::baseline) {
+    return with_per_head(a.per_head, [&]<int P>() { head_dots_one_head_avx2<P>(a); });
   }
   for (int64_t h = 0; h < a.heads; ++h) {
     gemm({.m = a.rows, .n = a.per_head, .k = a.head_dim, .a = a.x + h * a.head_dim, .lda = a.ldx,

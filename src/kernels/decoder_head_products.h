@@ -22,9 +22,9 @@ struct HeadDotsArgs {
 
 // out[i, h * per_head + j] = x[i, h * head_dim : (h + 1) * head_dim] . vectors[h * per_head + j]
 void head_dots(const HeadDotsArgs& args);
-// The path of `level` (capped by the CPU's), for tests: the decoder's shape
-// (16-channel heads, 8 vectors each) is vectorised at AVX2 and AVX-512, and both
-// round alike; any other shape runs per-head GEMMs.
+// The path of `level` (capped by the CPU's), for tests: the decoder's shapes
+// (16-channel heads, 1 to 8 vectors each) are vectorised at AVX2 and AVX-512,
+// and both round alike; any other shape runs per-head GEMMs.
 void head_dots(const HeadDotsArgs& args, SimdLevel level);
 
 // The plain loop (double accumulation) head_dots is tested against.

@@ -59,17 +59,29 @@ Shape resized_shape(const Tensor& x, int64_t out_h, int64_t out_w) {
 
 // Output rows per task of bilinear_resize.
 constexpr int64_t kOutputRowBand = 32;
+// Outputs at least this large are written around the caches (streaming stores):
+// a batch of masks at a photo's size is hundreds of megabytes that nothing reads
+// soon, and an ordinary store first reads each line it writes.
+constexpr int64_t kStreamedOutputBytes = int64_t{8} << 20;
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 // GCC 12 flags its own AVX-512 intrinsics (masked loads) as maybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// out[j] = upper[j] * w_upper + lower[j] * w_lower (two products, then their sum).
+// out[j] = upper[j] * w_upper + lower[j] * w_lower (two products, then their sum);
+// with `stream`, the 64-byte aligned part of out by streaming stores.
 __attribute__((target("avx512f"))) void blend_rows_avx512(const float* upper, float w_upper, const float* lower,
-                                                          float w_lower, int64_t n, float* out) {
+                                                          float w_lower, int64_t n, float* out, bool stream) {
   const __m512 wu = _mm512_set1_ps(w_upper), wl = _mm512_set1_ps(w_lower);
   int64_t j = 0;
+  if (stream) {
+    for (; j < n && reinterpret_cast<uintptr_t>(out + j) % 64 != 0; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
+    for (; j + 16 <= n; j += 16) {
+      _mm512_stream_ps(out + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper + j), wu),
+                                              _mm512_mul_ps(_mm512_loadu_ps(lower + j), wl)));
+    }
+  }
   for (; j + 16 <= n; j += 16) {
     _mm512_storeu_ps(out + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper + j), wu),
                                             _mm512_mul_ps(_mm512_loadu_ps(lower + j), wl)));
@@ -77,10 +89,11 @@ __attribute__((target("avx512f"))) void blend_rows_avx512(const float* upper, fl
   for (; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
 }
 
-void blend_rows(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out) {
+void blend_rows(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out,
+                bool stream) {
   static const bool avx512 = best_simd_level() >= SimdLevel::avx512;
   if (avx512) {
-    blend_rows_avx512(upper, w_upper, lower, w_lower, n, out);
+    blend_rows_avx512(upper, w_upper, lower, w_lower, n, out, stream);
     return;
   }
   for (int64_t j = 0; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
@@ -169,6 +182,7 @@ void bilinear_resize(const Tensor& x, Tensor& y) {
   // fresh one faulted in ~1 MB per mask).
   const int64_t bands = (out_h + kOutputRowBand - 1) / kOutputRowBand;
   const bool parallel = planes * out_h * out_w > 65536;
+  const bool stream = y.numel() * static_cast<int64_t>(sizeof(float)) >= kStreamedOutputBytes;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t band = 0; band < bands; ++band) {
@@ -184,8 +198,10 @@ void bilinear_resize(const Tensor& x, Tensor& y) {
         const auto k = static_cast<size_t>(i);
         blend_rows(along_x.data() + (rows.lo[k] - src_first) * out_w, rows.w_lo[k],
                    along_x.data() + (rows.hi[k] - src_first) * out_w, rows.w_hi[k], out_w,
-                   y.data() + (p * out_h + i) * out_w);
+                   y.data() + (p * out_h + i) * out_w, stream);
       }
+      // Streaming stores are weakly ordered: done before whoever reads y is told so.
+      if (stream) _mm_sfence();
     }
   }
 }

@@ -210,7 +210,12 @@ struct BenchCommand {
         std::printf("\n");
         stage_profile_print(stdout, decoder_runs);
       }
-      batched = time_runs(warmup, runs, [&] { predictor.predict_batch(prompts, true); });
+      batched = time_runs(
+          warmup, runs, [&] { predictor.predict_batch(prompts, true); }, [] { stage_profile_reset(); });
+      if (stage_profile_enabled()) {
+        std::printf("\nper prompt of the batch of %d\n", batch);
+        stage_profile_print(stdout, runs * batch);
+      }
     }
     // Host<->device copies of one more image and one prompt on it (none on the CPU).
     const Backend& backend = loaded->encoder().backend();

@@ -197,7 +197,7 @@ struct BenchCommand {
     const bool on_device = loaded->encoder().backend().records();
     if (stage_profile_enabled()) {
       std::printf("\n");
-      stage_profile_print(stdout, runs);
+      stage_profile_print(stdout, runs, "encode");
     }
 
     const std::vector<Prompt> prompts = grid_prompts(batch, image.width, image.height);
@@ -208,13 +208,13 @@ struct BenchCommand {
           warmup, decoder_runs, [&] { predictor.predict(prompts.front(), true); }, [] { stage_profile_reset(); });
       if (stage_profile_enabled()) {
         std::printf("\n");
-        stage_profile_print(stdout, decoder_runs);
+        stage_profile_print(stdout, decoder_runs, "prompt decoded alone");
       }
       batched = time_runs(
           warmup, runs, [&] { predictor.predict_batch(prompts, true); }, [] { stage_profile_reset(); });
       if (stage_profile_enabled()) {
-        std::printf("\nper prompt of the batch of %d\n", batch);
-        stage_profile_print(stdout, runs * batch);
+        std::printf("\nCPU time of both threads (each decodes whole prompts of the batch)\n");
+        stage_profile_print(stdout, runs * batch, "prompt of a batch");
       }
     }
     // Host<->device copies of one more image and one prompt on it (none on the CPU).
@@ -247,7 +247,7 @@ struct BenchCommand {
           [] { stage_profile_reset(); });
       if (stage_profile_enabled()) {
         std::printf("\n");
-        stage_profile_print(stdout, everything_runs);
+        stage_profile_print(stdout, everything_runs, "everything run");
       }
     }
     auto scale = [&](TimingStats s) {

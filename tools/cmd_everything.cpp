@@ -149,7 +149,7 @@ struct EverythingCommand {
       if (!quiet) progress.update(done, total);
     });
     const double generate_ms = milliseconds_since(generate_start);
-    if (stage_profile_enabled()) stage_profile_print(stderr, 1);
+    if (stage_profile_enabled()) stage_profile_print(stderr, 1, "run");
 
     std::vector<std::string> png_names;
     for (size_t i = 0; i < masks.size() && !out_dir.empty(); ++i) {

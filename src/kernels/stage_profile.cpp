@@ -55,20 +55,23 @@ void stage_profile_reset() {
   totals().ms_and_calls.clear();
 }
 
-void stage_profile_print(std::FILE* out, int runs) {
+void stage_profile_print(std::FILE* out, int runs, const char* per) {
   std::lock_guard lock(totals().mutex);
   std::vector<std::pair<std::string, std::pair<double, long long>>> rows(totals().ms_and_calls.begin(),
                                                                          totals().ms_and_calls.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  const std::string header = std::string("stage (per ") + per + ")";
+  int width = static_cast<int>(header.size());
+  for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
   const double per_run = 1.0 / std::max(runs, 1);
   double sum = 0.0;
-  std::fprintf(out, "%-28s %10s %8s\n", "stage (per encode)", "ms", "calls");
+  std::fprintf(out, "%-*s %10s %8s\n", width, header.c_str(), "ms", "calls");
   for (const auto& [name, value] : rows) {
-    std::fprintf(out, "%-28s %10.2f %8.1f\n", name.c_str(), value.first * per_run,
+    std::fprintf(out, "%-*s %10.2f %8.1f\n", width, name.c_str(), value.first * per_run,
                  static_cast<double>(value.second) * per_run);
     sum += value.first * per_run;
   }
-  std::fprintf(out, "%-28s %10.2f\n", "sum", sum);
+  std::fprintf(out, "%-*s %10.2f\n", width, "sum", sum);
 }
 
 }  // namespace sam2rt

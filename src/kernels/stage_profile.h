@@ -21,7 +21,8 @@ class ScopedStage {
 };
 
 void stage_profile_reset();
-// Prints each stage's total divided by `runs`, largest first, and the sum.
-void stage_profile_print(std::FILE* out, int runs);
+// Prints each stage's total divided by `runs`, largest first, and the sum,
+// under the header "stage (per <per>)".
+void stage_profile_print(std::FILE* out, int runs, const char* per);
 
 }  // namespace sam2rt

@@ -24,7 +24,6 @@ import numpy as np
 from PIL import Image
 
 import sam2rt
-from sam2rt import _sam2rt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = os.path.join(ROOT, "..", "shared", "fixtures", "images", "astronaut_1024.png")

@@ -69,24 +69,25 @@ constexpr int64_t kStreamedOutputBytes = int64_t{8} << 20;
 // GCC 12 flags its own AVX-512 intrinsics (masked loads) as maybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// upper[j..j+16) * wu + lower[j..j+16) * wl (two products, then their sum).
+__attribute__((target("avx512f"), always_inline)) inline __m512 blend_16(const float* upper, __m512 wu,
+                                                                         const float* lower, __m512 wl) {
+  return _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper), wu), _mm512_mul_ps(_mm512_loadu_ps(lower), wl));
+}
+
 // out[j] = upper[j] * w_upper + lower[j] * w_lower (two products, then their sum);
 // with `stream`, the 64-byte aligned part of out by streaming stores.
 __attribute__((target("avx512f"))) void blend_rows_avx512(const float* upper, float w_upper, const float* lower,
                                                           float w_lower, int64_t n, float* out, bool stream) {
   const __m512 wu = _mm512_set1_ps(w_upper), wl = _mm512_set1_ps(w_lower);
+  auto blend_one = [&](int64_t j) { out[j] = upper[j] * w_upper + lower[j] * w_lower; };
   int64_t j = 0;
   if (stream) {
-    for (; j < n && reinterpret_cast<uintptr_t>(out + j) % 64 != 0; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
-    for (; j + 16 <= n; j += 16) {
-      _mm512_stream_ps(out + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper + j), wu),
-                                              _mm512_mul_ps(_mm512_loadu_ps(lower + j), wl)));
-    }
+    for (; j < n && reinterpret_cast<uintptr_t>(out + j) % 64 != 0; ++j) blend_one(j);
+    for (; j + 16 <= n; j += 16) _mm512_stream_ps(out + j, blend_16(upper + j, wu, lower + j, wl));
   }
-  for (; j + 16 <= n; j += 16) {
-    _mm512_storeu_ps(out + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(upper + j), wu),
-                                            _mm512_mul_ps(_mm512_loadu_ps(lower + j), wl)));
-  }
-  for (; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(out + j, blend_16(upper + j, wu, lower + j, wl));
+  for (; j < n; ++j) blend_one(j);
 }
 
 void blend_rows(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out,

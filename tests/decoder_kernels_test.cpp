@@ -99,6 +99,32 @@ TEST(DecoderKernels, MaskProductsMatchReference) {
   }
 }
 
+// The fused path (AVX-512, 32 channels, up to 4 masks, even widths) against the
+// unfused steps, bit for bit, with values reaching GELU's tails; other shapes
+// take the unfused steps themselves. Pixels of out past each row untouched.
+TEST(DecoderKernels, UpscaledMaskProductsEqualTheUnfusedSteps) {
+  struct Case {
+    int64_t w, cout, masks;
+  };
+  for (const Case c : {Case{128, 32, 4}, Case{8, 32, 3}, Case{6, 32, 1}, Case{5, 32, 4}, Case{4, 24, 4}}) {
+    const int64_t out_w = 2 * c.w, ldo = 2 * out_w + 5;
+    Tensor taps = random_tensor({c.w, 4 * c.cout}, 61);
+    for (int64_t i = 0; i < taps.numel(); i += 7) taps[i] *= 12.0f;
+    const Tensor bias = random_tensor({c.cout}, 62), skip = random_tensor({2, out_w, c.cout}, 63);
+    const Tensor hyper = random_tensor({c.masks, c.cout}, 64);
+    std::vector<float> scratch(static_cast<size_t>(2 * out_w * c.cout));
+    Tensor got = Tensor::filled({c.masks, ldo}, 5.0f), want = got.clone();
+    UpscaledMaskProductsArgs args{.taps = taps.data(), .w = c.w, .cout = c.cout, .bias = bias.data(),
+                                  .skip = skip.data(), .hyper = hyper.data(), .masks = c.masks, .out = got.data(),
+                                  .ldo = ldo, .scratch = scratch.data()};
+    upscaled_mask_products(args);
+    args.out = want.data();
+    upscaled_mask_products_unfused(args);
+    EXPECT_TRUE(same_bits(got, want)) << c.w << " wide, " << c.cout << " channels, " << c.masks << " masks";
+    for (int64_t m = 0; m < c.masks; ++m) EXPECT_EQ(got[m * ldo + 2 * out_w], 5.0f);
+  }
+}
+
 TEST(DecoderKernels, ConvTranspose2x2MatchesReference) {
   for (bool with_bias : {true, false}) {
     const Tensor x = random_tensor({2, 12, 5, 7}, 1);

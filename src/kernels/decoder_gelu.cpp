@@ -8,6 +8,7 @@
 #include <numbers>
 #include <vector>
 
+#include "kernels/gelu_float_avx512.h"
 #include "kernels/simd.h"
 
 namespace sam2rt {
@@ -189,47 +190,11 @@ __attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t c
   }
 }
 
-// The single-precision AVX-512 path: 32 pieces of width 1/2 and degree 7, the
-// coefficients rounded to float, so that each coefficient's 32 values sit in two
-// registers and the polynomial runs 16 lanes at a time. Faster than the double
-// path for an absolute error of ~2e-7 * max(1, |x|): the decoder's tolerance is an
-// absolute 1e-4 on the logits, far above it. Stored [coefficient][piece].
-constexpr int kFloatPiecesPerUnit = 2;
-constexpr int kFloatPieces = static_cast<int>((kHigh - kLow) * kFloatPiecesPerUnit);
-constexpr int kFloatDegree = 7;
-constexpr int kFloatCoefficients = kFloatDegree + 1;
-
-const float* float_phi_table() {
-  static const std::vector<float> table =
-      by_coefficient<float>(phi_pieces(kFloatPiecesPerUnit, kFloatDegree), kFloatPieces, kFloatCoefficients);
-  return table.data();
-}
-
-// x * Phi(x) for 16 floats from the piecewise polynomial table (two registers per coefficient).
-__attribute__((target("avx512f"), always_inline)) inline __m512 gelu_16_floats(const __m512* table, __m512 v) {
-  const __m512 low = _mm512_set1_ps(static_cast<float>(kLow)), high = _mm512_set1_ps(static_cast<float>(kHigh));
-  const __m512 high_clamp = _mm512_set1_ps(std::nextafter(static_cast<float>(kHigh), 0.0f));
-  const __m512 per_unit = _mm512_set1_ps(kFloatPiecesPerUnit), two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f);
-  // max/min return their second operand for NaN, so NaN lands on the low piece.
-  const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, low), high_clamp);
-  const __m512 u = _mm512_mul_ps(_mm512_sub_ps(clamped, low), per_unit);
-  const __m512 floor_u = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m512i piece = _mm512_cvttps_epi32(floor_u);
-  const __m512 t = _mm512_sub_ps(_mm512_mul_ps(two, _mm512_sub_ps(u, floor_u)), one);
-  __m512 phi = _mm512_permutex2var_ps(table[2 * kFloatDegree], piece, table[2 * kFloatDegree + 1]);
-  for (int k = kFloatDegree - 1; k >= 0; --k) {
-    phi = _mm512_fmadd_ps(phi, t, _mm512_permutex2var_ps(table[2 * k], piece, table[2 * k + 1]));
-  }
-  phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, high, _CMP_GE_OQ), phi, one);
-  phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, low, _CMP_LE_OQ), phi, _mm512_setzero_ps());
-  return _mm512_mul_ps(v, phi);
-}
-
 __attribute__((target("avx512f"))) void gelu_avx512_float(float* x, int64_t count) {
-  static_assert(kFloatPieces == 32, "two registers of 16 floats per coefficient");
-  const float* coefficients = float_phi_table();
-  __m512 table[2 * kFloatCoefficients];
-  for (int k = 0; k < 2 * kFloatCoefficients; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
+  using gelu_float_avx512::gelu_16_floats;
+  const float* coefficients = gelu_float_avx512::float_table();
+  __m512 table[gelu_float_avx512::kTableRegisters];
+  for (int k = 0; k < gelu_float_avx512::kTableRegisters; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
   // Whole registers with plain loads and stores (masked stores are slow on these
   // cores), two at a time for two independent chains; the tail masked.
   int64_t i = 0;
@@ -306,6 +271,17 @@ __attribute__((target("avx2,fma"))) void gelu_avx2_float(float* x, int64_t count
 }
 
 }  // namespace
+
+// The single-precision AVX-512 path: faster than the double path for an absolute
+// error of ~2e-7 * max(1, |x|); the decoder's tolerance is an absolute 1e-4 on the
+// logits, far above it.
+const float* gelu_float_avx512::float_table() {
+  static_assert(kPieces == 32, "two registers of 16 floats per coefficient");
+  static_assert(kLow == static_cast<float>(sam2rt::kLow) && kHigh == static_cast<float>(sam2rt::kHigh));
+  static const std::vector<float> table =
+      by_coefficient<float>(phi_pieces(gelu_float_avx512::kPiecesPerUnit, gelu_float_avx512::kDegree), kPieces, kCoefficients);
+  return table.data();
+}
 
 bool gelu_path_supported(GeluPath path) {
   switch (path) {

@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include "kernels/decoder_gelu.h"
+#include "kernels/decoder_rows.h"
+#include "kernels/gelu_float_avx512.h"
 #include "kernels/gemm.h"
 #include "kernels/simd.h"
 
@@ -67,9 +70,65 @@ constexpr int64_t kMasks = 4, kChannels = 32, kPixels = 4;
     }
 }
 
+// upscaled_mask_products for cout = 32, masks <= 4 and an even w: four output
+// pixels at a time (two input pixels' taps of one row dy), each pixel's tap,
+// bias and skip added, its GELU and its products with the masks in registers,
+// in mask_products_avx512's order.
+[[gnu::target("avx512f")]] void upscaled_mask_products_avx512(const UpscaledMaskProductsArgs& a) {
+  const float* coefficients = gelu_float_avx512::float_table();
+  __m512 table[gelu_float_avx512::kTableRegisters];
+  for (int k = 0; k < gelu_float_avx512::kTableRegisters; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
+  __m512 lo[kMasks], hi[kMasks];
+  for (int64_t m = 0; m < kMasks; ++m) {
+    lo[m] = m < a.masks ? _mm512_loadu_ps(a.hyper + m * kChannels) : _mm512_setzero_ps();
+    hi[m] = m < a.masks ? _mm512_loadu_ps(a.hyper + m * kChannels + 16) : _mm512_setzero_ps();
+  }
+  const __m512 bias_lo = _mm512_loadu_ps(a.bias), bias_hi = _mm512_loadu_ps(a.bias + 16);
+  const int64_t out_w = 2 * a.w, tap_stride = 4 * kChannels;
+  for (int64_t dy = 0; dy < 2; ++dy) {
+    const float* const taps_dy = a.taps + dy * 2 * kChannels;
+    const float* const skip_dy = a.skip + dy * out_w * kChannels;
+    float* const out_dy = a.out + dy * out_w;
+    for (int64_t x = 0; x < out_w; x += kPixels) {
+      __m512 v[16];
+      for (int q = 0; q < kPixels; ++q) {
+        // Output pixel x + q is input pixel (x + q) / 2's tap dx = (x + q) % 2.
+        const float* src = taps_dy + (x / 2 + q / 2) * tap_stride + (q % 2) * kChannels;
+        const float* skip = skip_dy + (x + q) * kChannels;
+        const __m512 in_lo = gelu_float_avx512::gelu_16_floats(
+            table, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(src), bias_lo), _mm512_loadu_ps(skip)));
+        const __m512 in_hi = gelu_float_avx512::gelu_16_floats(
+            table, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(src + 16), bias_hi), _mm512_loadu_ps(skip + 16)));
+        for (int m = 0; m < kMasks; ++m) v[4 * q + m] = _mm512_fmadd_ps(hi[m], in_hi, _mm512_mul_ps(lo[m], in_lo));
+      }
+      const __m512 sums = sum_sixteen(v);
+      _mm_storeu_ps(out_dy + x, _mm512_extractf32x4_ps(sums, 0));
+      if (a.masks > 1) _mm_storeu_ps(out_dy + a.ldo + x, _mm512_extractf32x4_ps(sums, 1));
+      if (a.masks > 2) _mm_storeu_ps(out_dy + 2 * a.ldo + x, _mm512_extractf32x4_ps(sums, 2));
+      if (a.masks > 3) _mm_storeu_ps(out_dy + 3 * a.ldo + x, _mm512_extractf32x4_ps(sums, 3));
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 
 }  // namespace
+
+void upscaled_mask_products(const UpscaledMaskProductsArgs& a) {
+  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
+  if (has_avx512 && a.cout == kChannels && a.masks >= 1 && a.masks <= kMasks && a.w % 2 == 0) {
+    upscaled_mask_products_avx512(a);
+    return;
+  }
+  upscaled_mask_products_unfused(a);
+}
+
+void upscaled_mask_products_unfused(const UpscaledMaskProductsArgs& a) {
+  const int64_t pixels = 2 * 2 * a.w;
+  scatter_2x2_taps(a.taps, 1, a.w, a.cout, a.bias, a.skip, a.scratch);
+  gelu_exact_inplace(a.scratch, pixels * a.cout);
+  mask_products(a.hyper, a.masks, a.cout, a.scratch, pixels, a.out, a.ldo);
+}
 
 void mask_products(const float* hyper, int64_t masks, int64_t channels, const float* pixels, int64_t count,
                    float* out, int64_t ldo) {

@@ -14,6 +14,29 @@ namespace sam2rt {
 void mask_products(const float* hyper, int64_t masks, int64_t channels, const float* pixels, int64_t count,
                    float* out, int64_t ldo);
 
+// The upscaling's last steps for one input row of its second ConvTranspose
+// (2x2, stride 2): each of the two output rows' 2w pixels is its tap (taps
+// [w, 4 * cout], conv_transpose_2x2_taps_hwc) plus bias, plus the same pixel of
+// skip ([2, 2w, cout]), then GELU, then its mask products (as mask_products,
+// out[m * ldo + dy * 2w + x]). The same bits as scatter_2x2_taps,
+// gelu_exact_inplace and mask_products in turn, which is what it runs where no
+// fused path applies, in scratch (2 * 2w * cout floats); the fused path (AVX-512,
+// SAM 2.1's 32 channels and up to 4 masks) keeps each pixel in registers.
+struct UpscaledMaskProductsArgs {
+  const float* taps;
+  int64_t w, cout;
+  const float* bias;  // [cout]
+  const float* skip;
+  const float* hyper;  // [masks, cout]
+  int64_t masks;
+  float* out;
+  int64_t ldo;
+  float* scratch;
+};
+void upscaled_mask_products(const UpscaledMaskProductsArgs& a);
+// The unfused steps, whatever the CPU: what the fused path is tested against.
+void upscaled_mask_products_unfused(const UpscaledMaskProductsArgs& a);
+
 // The plain loops (double sums) it is tested against.
 void mask_products_reference(const float* hyper, int64_t masks, int64_t channels, const float* pixels,
                              int64_t count, float* out, int64_t ldo);

@@ -193,17 +193,16 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
         gelu_exact_inplace(row, up1_row);
       }
       // The second ConvTranspose's products for the band, then per row of its
-      // input the scatter (+ bias + feat_s0) into two rows of the 4E x 4E map,
-      // GELU and the mask products.
-      const int64_t taps = upscale3_taps_.dim(1), out_rows_pixels = 2 * l;
+      // input the two rows of the 4E x 4E map it makes (+ bias + feat_s0), GELU
+      // and the mask products, pixel by pixel.
+      const int64_t taps = upscale3_taps_.dim(1);
       conv_transpose_2x2_taps_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, scratch);
       for (int64_t r = 0; r < up1_rows; ++r) {
         const int64_t first_pixel = (4 * i0 + 2 * r) * l;
-        scatter_2x2_taps(scratch + r * 2 * e * taps, 1, 2 * e, up_c, upscale3_b_.data(),
-                         image.feat_s0.data() + first_pixel * up_c, up);
-        gelu_exact_inplace(up, out_rows_pixels * up_c);
-        mask_products(hypers[g]->data(), num_mask_tokens_, up_c, up, out_rows_pixels,
-                      results[g]->masks.data() + first_pixel, pixels);
+        upscaled_mask_products({.taps = scratch + r * 2 * e * taps, .w = 2 * e, .cout = up_c,
+                                .bias = upscale3_b_.data(), .skip = image.feat_s0.data() + first_pixel * up_c,
+                                .hyper = hypers[g]->data(), .masks = num_mask_tokens_,
+                                .out = results[g]->masks.data() + first_pixel, .ldo = pixels, .scratch = up});
       }
     }
   });

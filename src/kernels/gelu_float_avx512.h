@@ -1,0 +1,55 @@
+#pragma once
+
+#include <immintrin.h>
+
+#include <cmath>
+
+// The decoder GELU's single-precision AVX-512 lanes (GeluPath::kAvx512Float of
+// kernels/decoder_gelu.h), for kernels that apply it to values already in
+// registers on their way to other work: the same bits as gelu_exact_inplace
+// on that path.
+
+namespace sam2rt::gelu_float_avx512 {
+
+// Phi on [kLow, kHigh] in 32 pieces of width 1/2 and degree 7, the coefficients
+// rounded to float, so that each coefficient's 32 values sit in two registers.
+constexpr float kLow = -8.0f, kHigh = 8.0f;
+constexpr int kPiecesPerUnit = 2;
+constexpr int kPieces = static_cast<int>((kHigh - kLow) * kPiecesPerUnit);
+constexpr int kDegree = 7;
+constexpr int kCoefficients = kDegree + 1;
+constexpr int kTableRegisters = 2 * kCoefficients;
+
+// The coefficients, [coefficient][piece]: kTableRegisters * 16 floats.
+const float* float_table();
+
+// GCC 12's AVX-512 intrinsics start many results from an "undefined" vector,
+// which it then reports as maybe-uninitialized once inlined.
+#pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// x * Phi(x) for 16 floats; table holds float_table() in kTableRegisters registers.
+__attribute__((target("avx512f"), always_inline)) inline __m512 gelu_16_floats(const __m512* table, __m512 v) {
+  const __m512 low = _mm512_set1_ps(kLow), high = _mm512_set1_ps(kHigh);
+  const __m512 high_clamp = _mm512_set1_ps(std::nextafter(kHigh, 0.0f));
+  const __m512 per_unit = _mm512_set1_ps(kPiecesPerUnit), two = _mm512_set1_ps(2.0f), one = _mm512_set1_ps(1.0f);
+  // max/min return their second operand for NaN, so NaN lands on the low piece.
+  const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, low), high_clamp);
+  const __m512 u = _mm512_mul_ps(_mm512_sub_ps(clamped, low), per_unit);
+  const __m512 floor_u = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512i piece = _mm512_cvttps_epi32(floor_u);
+  const __m512 t = _mm512_sub_ps(_mm512_mul_ps(two, _mm512_sub_ps(u, floor_u)), one);
+  __m512 phi = _mm512_permutex2var_ps(table[2 * kDegree], piece, table[2 * kDegree + 1]);
+  for (int k = kDegree - 1; k >= 0; --k) {
+    phi = _mm512_fmadd_ps(phi, t, _mm512_permutex2var_ps(table[2 * k], piece, table[2 * k + 1]));
+  }
+  phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, high, _CMP_GE_OQ), phi, one);
+  phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, low, _CMP_LE_OQ), phi, _mm512_setzero_ps());
+  return _mm512_mul_ps(v, phi);
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace sam2rt::gelu_float_avx512

@@ -7,9 +7,8 @@ namespace sam2rt::cli {
 // that run the engine):
 // - GOMP_SPINCOUNT: how long an idle OpenMP thread spins before it sleeps,
 //   chosen for a shared machine, unless the user chose (OMP_WAIT_POLICY or
-//   GOMP_SPINCOUNT);
-// - GLIBC_TUNABLES glibc.malloc.hugetlb=1: glibc's large allocations ask for
-//   transparent huge pages, unless the user's GLIBC_TUNABLES sets it.
+//   GOMP_SPINCOUNT).
+// (No transparent huge pages are asked for: core/tensor.cpp says why.)
 // Returns when nothing was to be done or the restart failed (then the
 // libraries' defaults stay).
 void restart_with_engine_environment(int argc, char** argv);

@@ -5,8 +5,6 @@
 #include <cstring>
 #include <new>
 
-#include <sys/mman.h>
-
 #include "core/error.h"
 
 namespace sam2rt {
@@ -19,10 +17,6 @@ std::string shape_to_string(const Shape& shape) {
   }
   return text + "]";
 }
-
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}  // namespace
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
@@ -44,13 +38,12 @@ Tensor Tensor::uninitialized(Shape shape) {
   t.numel_ = shape_numel(t.shape_);
   size_t bytes = static_cast<size_t>(std::max<int64_t>(t.numel_, 1)) * sizeof(float);
   bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  // Large tensors start on a huge-page boundary and ask for huge pages: the
-  // first touch of fresh memory faults once per page, and at ~11 us a fault
-  // (these machines) the weights of Tiny alone cost 0.4 s in 4 KiB pages.
-  const bool huge = bytes >= kHugePage;
+  // Plain pages, no transparent huge pages asked for: on these VMs free 2 MiB
+  // blocks go back to the host (virtio free page reporting), so a fresh huge
+  // page costs ~5 ms to fault in, 5x what its 512 small pages cost
+  // (docs/PERFORMANCE.md, session 21).
   void* memory = nullptr;
-  if (posix_memalign(&memory, huge ? kHugePage : kAlignment, bytes) != 0) throw std::bad_alloc();
-  if (huge) madvise(memory, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+  if (posix_memalign(&memory, kAlignment, bytes) != 0) throw std::bad_alloc();
   t.storage_ = std::shared_ptr<void>(memory, std::free);
   t.data_ = static_cast<float*>(memory);
   return t;

@@ -15,7 +15,6 @@ namespace {
 
 constexpr size_t kHeapAlignment = 64;
 constexpr size_t kGranule = 4096;  // arena blocks are whole pages
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kMaxArena = size_t{64} << 30;
 
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -25,7 +24,7 @@ size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) /
 size_t arena_capacity() {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_size <= 0) return 0;
-  return std::min(kMaxArena, round_up(static_cast<size_t>(pages) * static_cast<size_t>(page_size), kHugePage));
+  return std::min(kMaxArena, round_up(static_cast<size_t>(pages) * static_cast<size_t>(page_size), kGranule));
 }
 
 }  // namespace
@@ -46,17 +45,10 @@ struct BufferPool::State {
     reserved = true;
     const size_t size = arena_capacity();
     if (size == 0) return;
-    // One huge page more, to align the start so huge pages can back it.
-    void* memory = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                        -1, 0);
+    // Plain pages, as Tensor's: no transparent huge pages asked for (core/tensor.cpp says why).
+    void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED) return;
-    char* start = static_cast<char*>(memory);
-    char* aligned = reinterpret_cast<char*>(round_up(reinterpret_cast<uintptr_t>(start), kHugePage));
-    if (aligned != start) munmap(start, static_cast<size_t>(aligned - start));
-    const size_t tail = static_cast<size_t>(start + size + kHugePage - (aligned + size));
-    if (tail != 0) munmap(aligned + size, tail);
-    madvise(aligned, size, MADV_HUGEPAGE);
-    base = aligned;
+    base = static_cast<char*>(memory);
     capacity = size;
     free.emplace(0, size);
   }

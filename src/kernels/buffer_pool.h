@@ -8,19 +8,18 @@
 namespace sam2rt {
 
 // Recycles large scratch buffers between calls. Fresh memory costs a page fault
-// per 4 KiB on first touch (~11 us here: ~70 ms for a 25 MB activation), so the
-// encoder takes its activations from a pool and gives them back when their last
-// Tensor handle dies.
+// per 4 KiB on first touch (2-11 us on these machines: up to ~70 ms for a 25 MB
+// activation), so the encoder takes its activations from a pool and gives them
+// back when their last Tensor handle dies.
 //
-// The pool is one arena of reserved address space (huge-page backed where the
-// kernel allows) carved first-fit, lowest address first, with freed neighbours
-// merged: a request of any size can reuse memory freed by requests of other
-// sizes, so what the pool holds is about the PEAK of what is live at once, not
-// the sum of every intermediate, and after the first call the steady state takes
-// no page faults. Memory the pool has touched stays with it (not returned to the
-// system) until the pool and every buffer from it are gone. When the arena cannot
-// be reserved or is full, buffers come from the heap and go back to it.
-// Buffers are NOT zeroed. Thread-safe; a buffer may outlive the pool.
+// The pool is one arena of reserved address space carved first-fit, lowest
+// address first, with freed neighbours merged: a request of any size can reuse
+// memory freed by requests of other sizes, so what the pool holds is about the
+// PEAK of what is live at once, not the sum of every intermediate, and after the
+// first call the steady state takes no page faults. Memory the pool has touched
+// stays with it (not returned to the system) until the pool and every buffer
+// from it are gone. When the arena cannot be reserved or is full, buffers come
+// from the heap and go back to it. Buffers are NOT zeroed. Thread-safe; a buffer may outlive the pool.
 class BufferPool {
  public:
   BufferPool();

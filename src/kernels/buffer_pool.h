@@ -19,7 +19,8 @@ namespace sam2rt {
 // first call the steady state takes no page faults. Memory the pool has touched
 // stays with it (not returned to the system) until the pool and every buffer
 // from it are gone. When the arena cannot be reserved or is full, buffers come
-// from the heap and go back to it. Buffers are NOT zeroed. Thread-safe; a buffer may outlive the pool.
+// from the heap and go back to it. Buffers are NOT zeroed. Thread-safe; a
+// buffer may outlive the pool.
 class BufferPool {
  public:
   BufferPool();

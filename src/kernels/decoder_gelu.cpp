@@ -192,9 +192,8 @@ __attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t c
 
 __attribute__((target("avx512f"))) void gelu_avx512_float(float* x, int64_t count) {
   using gelu_float_avx512::gelu_16_floats;
-  const float* coefficients = gelu_float_avx512::float_table();
   __m512 table[gelu_float_avx512::kTableRegisters];
-  for (int k = 0; k < gelu_float_avx512::kTableRegisters; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
+  gelu_float_avx512::load_table(table);
   // Whole registers with plain loads and stores (masked stores are slow on these
   // cores), two at a time for two independent chains; the tail masked.
   int64_t i = 0;
@@ -278,8 +277,9 @@ __attribute__((target("avx2,fma"))) void gelu_avx2_float(float* x, int64_t count
 const float* gelu_float_avx512::float_table() {
   static_assert(kPieces == 32, "two registers of 16 floats per coefficient");
   static_assert(kLow == static_cast<float>(sam2rt::kLow) && kHigh == static_cast<float>(sam2rt::kHigh));
-  static const std::vector<float> table =
-      by_coefficient<float>(phi_pieces(gelu_float_avx512::kPiecesPerUnit, gelu_float_avx512::kDegree), kPieces, kCoefficients);
+  // kPiecesPerUnit and kDegree are this path's (gelu_float_avx512's), not the double paths'.
+  static const std::vector<float> table = by_coefficient<float>(
+      phi_pieces(gelu_float_avx512::kPiecesPerUnit, gelu_float_avx512::kDegree), kPieces, kCoefficients);
   return table.data();
 }
 

@@ -30,7 +30,13 @@ const float* float_table();
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// x * Phi(x) for 16 floats; table holds float_table() in kTableRegisters registers.
+// float_table() into the kTableRegisters registers gelu_16_floats reads.
+__attribute__((target("avx512f"), always_inline)) inline void load_table(__m512* table) {
+  const float* coefficients = float_table();
+  for (int k = 0; k < kTableRegisters; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
+}
+
+// x * Phi(x) for 16 floats; table as load_table leaves it.
 __attribute__((target("avx512f"), always_inline)) inline __m512 gelu_16_floats(const __m512* table, __m512 v) {
   const __m512 low = _mm512_set1_ps(kLow), high = _mm512_set1_ps(kHigh);
   const __m512 high_clamp = _mm512_set1_ps(std::nextafter(kHigh, 0.0f));

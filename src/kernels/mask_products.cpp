@@ -41,26 +41,49 @@ constexpr int64_t kMasks = 4, kChannels = 32, kPixels = 4;
   return _mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], 0x88), _mm512_shuffle_ps(pairs[0], pairs[1], 0xDD));
 }
 
+// The masks' vectors in registers, channels 0-15 (lo) and 16-31 (hi); zero
+// past `masks`.
+struct MaskVectors {
+  __m512 lo[kMasks], hi[kMasks];
+};
+
+[[gnu::target("avx512f"), gnu::always_inline]] inline MaskVectors load_mask_vectors(const float* hyper,
+                                                                                    int64_t masks) {
+  MaskVectors h;
+  for (int64_t m = 0; m < kMasks; ++m) {
+    h.lo[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels) : _mm512_setzero_ps();
+    h.hi[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels + 16) : _mm512_setzero_ps();
+  }
+  return h;
+}
+
+// One pixel's products with every mask, its channels 0-15 in a and 16-31 in b:
+// v[m] for mask m, as sum_sixteen takes them.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void pixel_products(const MaskVectors& h, __m512 a, __m512 b,
+                                                                          __m512* v) {
+  for (int m = 0; m < kMasks; ++m) v[m] = _mm512_fmadd_ps(h.hi[m], b, _mm512_mul_ps(h.lo[m], a));
+}
+
+// sum_sixteen's totals of four consecutive pixels to out[m * ldo + 0..3] for each mask.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void store_four_pixels(__m512 sums, int64_t masks, float* out,
+                                                                             int64_t ldo) {
+  _mm_storeu_ps(out, _mm512_extractf32x4_ps(sums, 0));
+  if (masks > 1) _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(sums, 1));
+  if (masks > 2) _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(sums, 2));
+  if (masks > 3) _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(sums, 3));
+}
+
 [[gnu::target("avx512f")]] void mask_products_avx512(const float* hyper, int64_t masks, const float* pixels,
                                                      int64_t count, float* out, int64_t ldo) {
-  __m512 lo[kMasks], hi[kMasks];
-  for (int64_t m = 0; m < kMasks; ++m) {
-    lo[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels) : _mm512_setzero_ps();
-    hi[m] = m < masks ? _mm512_loadu_ps(hyper + m * kChannels + 16) : _mm512_setzero_ps();
-  }
+  const MaskVectors h = load_mask_vectors(hyper, masks);
   int64_t p = 0;
   for (; p + kPixels <= count; p += kPixels) {
     __m512 v[16];
     for (int q = 0; q < kPixels; ++q) {
       const float* px = pixels + (p + q) * kChannels;
-      const __m512 a = _mm512_loadu_ps(px), b = _mm512_loadu_ps(px + 16);
-      for (int m = 0; m < kMasks; ++m) v[4 * q + m] = _mm512_fmadd_ps(hi[m], b, _mm512_mul_ps(lo[m], a));
+      pixel_products(h, _mm512_loadu_ps(px), _mm512_loadu_ps(px + 16), v + 4 * q);
     }
-    const __m512 sums = sum_sixteen(v);
-    _mm_storeu_ps(out + p, _mm512_extractf32x4_ps(sums, 0));
-    if (masks > 1) _mm_storeu_ps(out + ldo + p, _mm512_extractf32x4_ps(sums, 1));
-    if (masks > 2) _mm_storeu_ps(out + 2 * ldo + p, _mm512_extractf32x4_ps(sums, 2));
-    if (masks > 3) _mm_storeu_ps(out + 3 * ldo + p, _mm512_extractf32x4_ps(sums, 3));
+    store_four_pixels(sum_sixteen(v), masks, out + p, ldo);
   }
   for (; p < count; ++p)
     for (int64_t m = 0; m < masks; ++m) {
@@ -75,14 +98,9 @@ constexpr int64_t kMasks = 4, kChannels = 32, kPixels = 4;
 // bias and skip added, its GELU and its products with the masks in registers,
 // in mask_products_avx512's order.
 [[gnu::target("avx512f")]] void upscaled_mask_products_avx512(const UpscaledMaskProductsArgs& a) {
-  const float* coefficients = gelu_float_avx512::float_table();
   __m512 table[gelu_float_avx512::kTableRegisters];
-  for (int k = 0; k < gelu_float_avx512::kTableRegisters; ++k) table[k] = _mm512_loadu_ps(coefficients + 16 * k);
-  __m512 lo[kMasks], hi[kMasks];
-  for (int64_t m = 0; m < kMasks; ++m) {
-    lo[m] = m < a.masks ? _mm512_loadu_ps(a.hyper + m * kChannels) : _mm512_setzero_ps();
-    hi[m] = m < a.masks ? _mm512_loadu_ps(a.hyper + m * kChannels + 16) : _mm512_setzero_ps();
-  }
+  gelu_float_avx512::load_table(table);
+  const MaskVectors h = load_mask_vectors(a.hyper, a.masks);
   const __m512 bias_lo = _mm512_loadu_ps(a.bias), bias_hi = _mm512_loadu_ps(a.bias + 16);
   const int64_t out_w = 2 * a.w, tap_stride = 4 * kChannels;
   for (int64_t dy = 0; dy < 2; ++dy) {
@@ -99,13 +117,9 @@ constexpr int64_t kMasks = 4, kChannels = 32, kPixels = 4;
             table, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(src), bias_lo), _mm512_loadu_ps(skip)));
         const __m512 in_hi = gelu_float_avx512::gelu_16_floats(
             table, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(src + 16), bias_hi), _mm512_loadu_ps(skip + 16)));
-        for (int m = 0; m < kMasks; ++m) v[4 * q + m] = _mm512_fmadd_ps(hi[m], in_hi, _mm512_mul_ps(lo[m], in_lo));
+        pixel_products(h, in_lo, in_hi, v + 4 * q);
       }
-      const __m512 sums = sum_sixteen(v);
-      _mm_storeu_ps(out_dy + x, _mm512_extractf32x4_ps(sums, 0));
-      if (a.masks > 1) _mm_storeu_ps(out_dy + a.ldo + x, _mm512_extractf32x4_ps(sums, 1));
-      if (a.masks > 2) _mm_storeu_ps(out_dy + 2 * a.ldo + x, _mm512_extractf32x4_ps(sums, 2));
-      if (a.masks > 3) _mm_storeu_ps(out_dy + 3 * a.ldo + x, _mm512_extractf32x4_ps(sums, 3));
+      store_four_pixels(sum_sixteen(v), a.masks, out_dy + x, a.ldo);
     }
   }
 }

@@ -1,5 +1,6 @@
 #include "model/sam_heads.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -18,6 +19,9 @@ namespace {
 // arrays (~5 MB each for Tiny) within the last-level cache beside the other
 // thread's group.
 constexpr size_t kPromptsInLockstep = 4;
+
+// Prompts per thread decoded one at a time at the end of a batch (decode_in_groups).
+constexpr size_t kSingleTailPerThread = 2;
 
 // Upscales the selected logits to the original size and clamps the low-res ones.
 void finish(MaskPrediction& r, int orig_w, int orig_h, const MaskFill& fill) {
@@ -204,12 +208,17 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
                                       then);
   }
   // Consecutive prompts without mask input in groups decoded in lockstep; a
-  // prompt with a mask input alone (its image side is its own).
+  // prompt with a mask input alone (its image side is its own). The last
+  // prompts of the batch go one at a time: a prompt whose upscaling is skipped
+  // costs about half of one whose is not, so whole groups at the end would leave
+  // a thread idle for up to a group's time while the other finishes.
+  const size_t single_tail = kSingleTailPerThread * static_cast<size_t>(std::max(threads, 1));
+  const size_t lockstep_end = prompts.size() > single_tail ? prompts.size() - single_tail : 0;
   std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = 0; i < prompts.size();) {
     size_t n = 1;
     if (prompts[i].mask_input.empty()) {
-      while (n < kPromptsInLockstep && i + n < prompts.size() && prompts[i + n].mask_input.empty()) ++n;
+      while (n < kPromptsInLockstep && i + n < lockstep_end && prompts[i + n].mask_input.empty()) ++n;
     }
     groups.emplace_back(i, n);
     i += n;

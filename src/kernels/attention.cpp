@@ -12,7 +12,11 @@ namespace sam2rt {
 
 namespace {
 
-constexpr int64_t kQueryBlock = 128;
+// Queries per block of scores: 256 x 4096 scores (4 MB) for Hiera's global
+// attention outgrow the L2, yet the larger GEMMs win: BM_GlobalAttention took
+// 145-150 ms against 151-157 ms with 128 (3 alternating runs, Zen 4), and 176
+// and 194 ms with 64 and 32; 512 measured as 256.
+constexpr int64_t kQueryBlock = 256;
 
 template <class T>
 void grow(std::vector<T>& buffer, int64_t size) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #include "core/error.h"
 
@@ -172,8 +172,8 @@ void validate_weights(const WeightMap& weights, const ModelConfig& config) {
     // A NaN or Inf weight would silently turn every mask into garbage.
     const int64_t bad = first_non_finite(t.data(), t.numel());
     if (bad < t.numel()) {
-      throw Error("checkpoint key '" + spec.key + "' holds a non-finite value (" + (std::isnan(t[bad]) ? "NaN" : "Inf") +
-                  ") at flat index " + std::to_string(bad) +
+      throw Error("checkpoint key '" + spec.key + "' holds a non-finite value (" +
+                  (std::isnan(t[bad]) ? "NaN" : "Inf") + ") at flat index " + std::to_string(bad) +
                   "; the checkpoint is corrupted, download or export it again");
     }
   }

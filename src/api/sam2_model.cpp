@@ -3,22 +3,15 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "model/synthetic_weights.h"
-#include "model/weight_manifest.h"
 
 namespace sam2rt {
 
-namespace {
-
-WeightMap validated(WeightMap weights, const ModelConfig& config) {
-  validate_weights(weights, config);
-  return weights;
-}
-
-}  // namespace
-
+// The encoder, made first, checks the config and every weight of the image
+// path (model/image_encoder.cpp) before anything reads them: checked here too,
+// the model's 39M (Tiny) weights were read twice at every start.
 Sam2Model::Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend)
     : config_(std::move(config)),
-      weights_(validated(std::move(weights), config_)),
+      weights_(std::move(weights)),
       encoder_(backend ? ImageEncoder(config_, weights_, backend) : ImageEncoder(config_, weights_)),
       heads_(config_, weights_, std::move(backend)) {}
 

@@ -2,6 +2,7 @@
 // direct one, and the kernels it is built from against plain loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,9 +10,9 @@
 
 #include "decoder_goldens.h"
 #include "simd_levels.h"
+#include "kernels/column_softmax_blocks.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_head_products.h"
-#include "kernels/softmax_columns.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
@@ -126,21 +127,57 @@ TEST(LowRankDecoderKernels, HeadWeightedSumsMatchReference) {
   }
 }
 
-TEST(LowRankDecoderKernels, SoftmaxColumnsMatchReference) {
+TEST(LowRankDecoderKernels, ExpColumnBlockMatchesReference) {
   const int64_t rows = 300, cols = 37, ld = 40;  // two 16-column blocks and a tail
   Tensor x = random_tensor({rows, ld}, 31);
   for (float& v : x) v *= 8.0f;
   Tensor want = x.clone();
-  softmax_columns(x.data(), rows, cols, ld);
-  softmax_columns_reference(want.data(), rows, cols, ld);
+  std::vector<float> max(cols), sum(cols), want_max(cols), want_sum(cols);
+  exp_column_block(x.data(), rows, cols, ld, max.data(), sum.data());
+  exp_column_block_reference(want.data(), rows, cols, ld, want_max.data(), want_sum.data());
   EXPECT_LE(max_abs_error(x, want), 1e-6);
   for (int64_t c = 0; c < cols; ++c) {
-    double sum = 0;
-    for (int64_t r = 0; r < rows; ++r) sum += x[r * ld + c];
-    EXPECT_NEAR(sum, 1.0, 1e-5);
+    EXPECT_EQ(max[c], want_max[c]);
+    EXPECT_NEAR(sum[c], want_sum[c], 1e-5 * want_sum[c]);
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = cols; c < ld; ++c) EXPECT_EQ(x[r * ld + c], want[r * ld + c]);
+}
+
+// Blocks of rows, exponentiated on their own and combined with
+// column_block_scales, give the softmax down each column of the whole: also when
+// the blocks' maxima lie far apart (a block's exponentials then vanish).
+TEST(LowRankDecoderKernels, ColumnBlocksCombineToTheColumnSoftmax) {
+  const int64_t rows = 700, cols = 21, block = 256, blocks = 3;
+  Tensor x = random_tensor({rows, cols}, 32);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      x[r * cols + c] = 8.0f * x[r * cols + c] + (r >= block ? 40.0f * static_cast<float>(c % 3) : 0.0f);
+    }
+  std::vector<double> want(static_cast<size_t>(rows * cols));
+  for (int64_t c = 0; c < cols; ++c) {
+    double m = x[c], s = 0;
+    for (int64_t r = 1; r < rows; ++r) m = std::max(m, static_cast<double>(x[r * cols + c]));
+    for (int64_t r = 0; r < rows; ++r) s += std::exp(x[r * cols + c] - m);
+    for (int64_t r = 0; r < rows; ++r) want[static_cast<size_t>(r * cols + c)] = std::exp(x[r * cols + c] - m) / s;
+  }
+  std::vector<float> max(blocks * cols), sum(blocks * cols), scale(blocks * cols);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t r0 = b * block, count = std::min(rows, r0 + block) - r0;
+    exp_column_block(x.data() + r0 * cols, count, cols, cols, max.data() + b * cols, sum.data() + b * cols);
+  }
+  column_block_scales(max.data(), sum.data(), blocks, cols, scale.data());
+  double worst = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double p = static_cast<double>(x[r * cols + c]) * scale[(r / block) * cols + c];
+      worst = std::max(worst, std::abs(p - want[static_cast<size_t>(r * cols + c)]));
+      total += p;
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+  EXPECT_LE(worst, 1e-6);
 }
 
 TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {

@@ -1,17 +1,18 @@
 #include "model/low_rank_two_way.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
 #include "kernels/buffer_pool.h"
+#include "kernels/column_softmax_blocks.h"
 #include "kernels/decoder_head_products.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/gemm.h"
 #include "kernels/small_rows_linear.h"
 #include "kernels/softmax.h"
-#include "kernels/softmax_columns.h"
 #include "kernels/stage_profile.h"
 #include "kernels/thread_scratch.h"
 
@@ -141,41 +142,90 @@ struct PromptImageRows {
   const Tensor* basis;      // [R, C]
 };
 
-// mixed[g] [T_g, D] += the probability-weighted rows of values [HW, D] (times
-// row_scales[g] when given) for every prompt g, probs[g] [HW, heads * T_g] one
-// image row per row. Heads in pairs shared by `threads` workers; within a pair
-// the prompts take turns, so that the pair's slice of values (half a megabyte for
-// Tiny) is read from memory once for all of them.
-void add_weighted_values(const std::vector<Tensor>& probs, int64_t heads, const std::vector<const float*>& row_scales,
-                         const Tensor& values, std::vector<Tensor>& mixed, int threads) {
-  const int64_t width = values.dim(1), head_dim = width / heads;
-  const int64_t heads_per_step = heads % 2 == 0 ? 2 : 1;
-  for_row_blocks(threads, heads / heads_per_step, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t step = s0; step < s1; ++step) {
-      const int64_t h = step * heads_per_step;
-      for (size_t g = 0; g < probs.size(); ++g) {
-        const int64_t pairs = probs[g].dim(1), t = pairs / heads;
-        head_weighted_sums({.rows = probs[g].dim(0), .heads = heads_per_step, .head_dim = head_dim, .per_head = t,
-                            .w = probs[g].data() + h * t, .ldw = pairs, .row_scale = row_scales[g],
-                            .x = values.data() + h * head_dim, .ldx = width, .out = mixed[g].data() + h * head_dim,
-                            .ldo = width});
-      }
+// A prompt's token -> image attention, block by block of image rows
+// (kernels/column_softmax_blocks.h): per block, the columns' maxima and sums of
+// exponentials, the exponentials' products with the values ([T, D]: token j's
+// row holds its heads' channels) and, over factored rows, with the
+// coefficients ([heads * T, R]). The probabilities of the whole image ([HW,
+// heads * T], 1 MB per prompt for Tiny, written once and read three times)
+// never exist; a block's scores stay in its thread's cache. Each block has its
+// own slots, combined in block order: the bits do not depend on which thread
+// took which block.
+struct BlockPartials {
+  int64_t heads = 0, tokens = 0, width = 0, coef_width = 0;
+  Tensor max, sum;  // [blocks, heads * T]
+  Tensor values;    // [blocks, T, D]
+  Tensor coef;      // [blocks, heads * T, R], when the rows are factored
+
+  BlockPartials(int64_t blocks, int64_t heads_, int64_t tokens_, int64_t width_, int64_t coef_width_)
+      : heads(heads_), tokens(tokens_), width(width_), coef_width(coef_width_) {
+    const int64_t pairs = heads * tokens;
+    max = Tensor::uninitialized({blocks, pairs});
+    sum = Tensor::uninitialized({blocks, pairs});
+    values = image_sized({blocks, tokens * width});
+    if (coef_width > 0) coef = image_sized({blocks, pairs * coef_width});
+  }
+
+  int64_t blocks() const { return max.dim(0); }
+
+  // Block b's scores [rows, heads * T] (row stride heads * T), exponentiated in
+  // place, then their products with the block's value rows (times row_scale
+  // when given) and coefficient rows (when the rows are factored).
+  void add_block(int64_t b, float* scores, int64_t rows, const float* row_scale, const float* values_rows,
+                 const float* coef_rows, int64_t ldc) {
+    const int64_t pairs = heads * tokens;
+    exp_column_block(scores, rows, pairs, pairs, max.data() + b * pairs, sum.data() + b * pairs);
+    float* const v = values.data() + b * tokens * width;
+    std::fill_n(v, tokens * width, 0.0f);
+    head_weighted_sums({.rows = rows, .heads = heads, .head_dim = width / heads, .per_head = tokens, .w = scores,
+                        .ldw = pairs, .row_scale = row_scale, .x = values_rows, .ldx = width, .out = v,
+                        .ldo = width});
+    if (coef_width > 0) {
+      gemm({.m = pairs, .n = coef_width, .k = rows, .a = scores, .lda = pairs, .b = coef_rows, .ldb = ldc,
+            .b_transposed = false, .a_transposed = true, .c = coef.data() + b * pairs * coef_width,
+            .ldc = coef_width});
     }
-  });
-}
+  }
+
+  // mixed [T, D] += the probability-weighted values; with_coef [heads * T, R] =
+  // the probability-weighted coefficients (when the rows are factored).
+  void combine(float* mixed, float* with_coef) const {
+    const int64_t pairs = heads * tokens, head_dim = width / heads;
+    std::vector<float> scale(static_cast<size_t>(blocks() * pairs));
+    column_block_scales(max.data(), sum.data(), blocks(), pairs, scale.data());
+    if (coef_width > 0) std::fill_n(with_coef, pairs * coef_width, 0.0f);
+    for (int64_t b = 0; b < blocks(); ++b) {
+      const float* const block_scale = scale.data() + b * pairs;
+      const float* const v = values.data() + b * tokens * width;
+      for (int64_t j = 0; j < tokens; ++j)
+        for (int64_t h = 0; h < heads; ++h) {
+          const float s = block_scale[h * tokens + j];
+          const int64_t at = j * width + h * head_dim;
+          for (int64_t d = 0; d < head_dim; ++d) mixed[at + d] += s * v[at + d];
+        }
+      if (coef_width == 0) continue;
+      const float* const c = coef.data() + b * pairs * coef_width;
+      for (int64_t k = 0; k < pairs; ++k)
+        for (int64_t m = 0; m < coef_width; ++m) {
+          with_coef[k * coef_width + m] += block_scale[k] * c[k * coef_width + m];
+        }
+    }
+  }
+};
+
+int64_t image_row_blocks(int64_t n) { return (n + kImageRowBlock - 1) / kImageRowBlock; }
 
 // attn (a token -> image attention) of each prompt's queries q_in[g] [T_g, C]
-// over such rows, without forming its [HW, D] keys and values. The probabilities
-// are kept one image row per row ([HW, heads * T], column (h, j) for query j in
-// head h): the scores of a row are per-head products of its shared and constant
-// keys with the queries plus its coef times the queries' dots with the basis
-// keys; the softmax runs down the columns. The mixed values are the
+// over such rows, without forming its [HW, D] keys and values. The scores of a
+// row are per-head products of its shared and constant keys with the queries
+// plus its coef times the queries' dots with the basis keys; the softmax runs
+// down the image rows, block by block (BlockPartials). The mixed values are the
 // probabilities times row_scale times the shared values, plus (probabilities
 // times coef) times the basis values, plus the constant (each column of
-// probabilities sums to 1). Row blocks and heads are shared by `threads`
-// workers; the prompts take turns within each block, which is read once for all
-// of them. Every prompt's rounding is that of a group of one, whatever the
-// number of threads. Returns each prompt's output [T_g, C] (out_proj applied).
+// probabilities sums to 1). Row blocks are shared by `threads` workers; the
+// prompts take turns within each block, which is read once for all of them.
+// Every prompt's rounding is that of a group of one, whatever the number of
+// threads. Returns each prompt's output [T_g, C] (out_proj applied).
 std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std::vector<Tensor>& q_in,
                                          const SharedImageRows& x, const std::vector<PromptImageRows>& prompts,
                                          int threads) {
@@ -183,48 +233,43 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
   const int64_t n = x.keys_shared.dim(0), width = attn.internal_dim();
   const int64_t heads = attn.num_heads, head_dim = width / heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  std::vector<Tensor> queries(count), basis_scores(count), probs(count);
+  std::vector<Tensor> queries(count), basis_scores(count);
+  std::vector<BlockPartials> partials;
   for (size_t g = 0; g < count; ++g) {
-    const int64_t pairs = heads * q_in[g].dim(0), r = prompts[g].basis->dim(0), c = prompts[g].basis->dim(1);
+    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].basis->dim(0), c = prompts[g].basis->dim(1);
     queries[g] = split_heads(attn.q_proj(q_in[g]), heads, scale);
     // The queries' dots with the basis rows' keys: (q_h Wk_h) . basis_r.
     const Tensor queries_in_c = through_heads(queries[g], attn.k_proj.weight, heads);
     basis_scores[g] = Tensor::uninitialized({pairs, r});
     gemm({.m = pairs, .n = r, .k = c, .a = queries_in_c.data(), .lda = c, .b = prompts[g].basis->data(), .ldb = c,
           .b_transposed = true, .c = basis_scores[g].data(), .ldc = r});
-    probs[g] = image_sized({n, pairs});
+    partials.emplace_back(image_row_blocks(n), heads, t, width, r);
   }
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
     const int64_t rows = r1 - r0;
     float* const keys = thread_scratch(0, rows * width);
     for (size_t g = 0; g < count; ++g) {
-      const int64_t pairs = probs[g].dim(1), r = prompts[g].basis->dim(0), ldc = prompts[g].ldc;
+      const int64_t pairs = basis_scores[g].dim(0), r = basis_scores[g].dim(1), ldc = prompts[g].ldc;
+      float* const scores = thread_scratch(1, rows * pairs);
       scale_rows_add(prompts[g].row_scale->data() + r0, x.keys_shared.data() + r0 * width, width,
                      x.keys_const.data() + r0 * width, width, rows, width, keys, width);
       head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads, .x = keys,
-                 .ldx = width, .vectors = queries[g].data(), .out = probs[g].data() + r0 * pairs, .ldo = pairs});
+                 .ldx = width, .vectors = queries[g].data(), .out = scores, .ldo = pairs});
       gemm({.m = rows, .n = pairs, .k = r, .a = prompts[g].coef + r0 * ldc, .lda = ldc,
-            .b = basis_scores[g].data(), .ldb = r, .b_transposed = true, .c = probs[g].data() + r0 * pairs,
-            .ldc = pairs, .accumulate = true});
+            .b = basis_scores[g].data(), .ldb = r, .b_transposed = true, .c = scores, .ldc = pairs,
+            .accumulate = true});
+      partials[g].add_block(r0 / kImageRowBlock, scores, rows, prompts[g].row_scale->data() + r0,
+                            x.values_shared.data() + r0 * width, prompts[g].coef + r0 * ldc, ldc);
     }
   });
-  std::vector<Tensor> mixed(count);
-  std::vector<const float*> row_scales(count);
-  for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0);
-    softmax_columns(probs[g].data(), n, probs[g].dim(1), probs[g].dim(1));
-    mixed[g] = Tensor::uninitialized({t, width});
-    for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed[g].data() + j * width);
-    row_scales[g] = prompts[g].row_scale->data();
-  }
-  add_weighted_values(probs, heads, row_scales, x.values_shared, mixed, threads);
   std::vector<Tensor> out(count);
   for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = probs[g].dim(1), r = prompts[g].basis->dim(0);
+    const int64_t t = q_in[g].dim(0), pairs = basis_scores[g].dim(0), r = basis_scores[g].dim(1);
     const int64_t c = prompts[g].basis->dim(1);
+    Tensor mixed = Tensor::uninitialized({t, width});
+    for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed.data() + j * width);
     Tensor with_coef = Tensor::uninitialized({pairs, r});
-    gemm({.m = pairs, .n = r, .k = n, .a = probs[g].data(), .lda = pairs, .b = prompts[g].coef, .ldb = prompts[g].ldc,
-          .b_transposed = false, .a_transposed = true, .c = with_coef.data(), .ldc = r});
+    partials[g].combine(mixed.data(), with_coef.data());
     // The basis part of the mixed values, (with_coef basis) Wv_h^T per head: the
     // few (head, query) rows go through the basis, not the R basis rows through Wv.
     Tensor coef_in_c = Tensor::uninitialized({pairs, c});
@@ -233,46 +278,47 @@ std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std
     for (int64_t h = 0; h < heads; ++h) {
       gemm({.m = t, .n = head_dim, .k = c, .a = coef_in_c.data() + h * t * c, .lda = c,
             .b = attn.v_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = true,
-            .c = mixed[g].data() + h * head_dim, .ldc = width, .accumulate = true});
+            .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
     }
     out[g] = Tensor({t, attn.out_proj.out_features()});
-    attn.out_proj.apply(mixed[g].data(), t, out[g].data());
+    attn.out_proj.apply(mixed.data(), t, out[g].data());
   }
   return out;
 }
 
 // attn of each prompt's queries q[g] [T_g, D] (projected) over image rows whose
-// keys and values are projected already ([HW, D] each): the probabilities one
-// image row per row as in attend_factored_rows, the prompts taking turns within
-// each block of rows. Returns each prompt's output [T_g, C] (out_proj applied).
+// keys and values are projected already ([HW, D] each): the softmax block by
+// block as in attend_factored_rows, the prompts taking turns within each block
+// of rows. Returns each prompt's output [T_g, C] (out_proj applied).
 std::vector<Tensor> attend_projected_rows(const DecoderAttention& attn, const std::vector<Tensor>& q,
                                          const Tensor& keys, const Tensor& values, int threads) {
   const size_t count = q.size();
   const int64_t n = keys.dim(0), width = attn.internal_dim();
   const int64_t heads = attn.num_heads, head_dim = width / heads;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  std::vector<Tensor> queries(count), probs(count), mixed(count);
+  std::vector<Tensor> queries(count);
+  std::vector<BlockPartials> partials;
   for (size_t g = 0; g < count; ++g) {
     queries[g] = split_heads(q[g], heads, scale);
-    probs[g] = image_sized({n, heads * q[g].dim(0)});
+    partials.emplace_back(image_row_blocks(n), heads, q[g].dim(0), width, 0);
   }
   for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0;
     for (size_t g = 0; g < count; ++g) {
-      const int64_t pairs = probs[g].dim(1);
-      head_dots({.rows = r1 - r0, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads,
-                 .x = keys.data() + r0 * width, .ldx = width, .vectors = queries[g].data(),
-                 .out = probs[g].data() + r0 * pairs, .ldo = pairs});
+      const int64_t pairs = queries[g].dim(0);
+      float* const scores = thread_scratch(1, rows * pairs);
+      head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads,
+                 .x = keys.data() + r0 * width, .ldx = width, .vectors = queries[g].data(), .out = scores,
+                 .ldo = pairs});
+      partials[g].add_block(r0 / kImageRowBlock, scores, rows, nullptr, values.data() + r0 * width, nullptr, 0);
     }
   });
-  for (size_t g = 0; g < count; ++g) {
-    softmax_columns(probs[g].data(), n, probs[g].dim(1), probs[g].dim(1));
-    mixed[g] = Tensor({q[g].dim(0), width});
-  }
-  add_weighted_values(probs, heads, std::vector<const float*>(count, nullptr), values, mixed, threads);
   std::vector<Tensor> out(count);
   for (size_t g = 0; g < count; ++g) {
+    Tensor mixed({q[g].dim(0), width});
+    partials[g].combine(mixed.data(), nullptr);
     out[g] = Tensor({q[g].dim(0), attn.out_proj.out_features()});
-    attn.out_proj.apply(mixed[g].data(), q[g].dim(0), out[g].data());
+    attn.out_proj.apply(mixed.data(), q[g].dim(0), out[g].data());
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "decoder_goldens.h"
@@ -214,6 +215,27 @@ TEST(LowRankDecoderKernels, RowHelpersMatchPlainLoops) {
       centered_sum += centered[r * c + j];
     }
     EXPECT_NEAR(centered_sum, 0.0, 1e-5);
+  }
+}
+
+// Groups of 8 (the vector path) and of 5 (the plain loop): every column but
+// each group's first, scaled, in order, and nothing written past them.
+TEST(LowRankDecoderKernels, ScaleRowsWithoutGroupFirstsKeepsTheOthers) {
+  for (const int64_t group : {8, 5}) {
+    SCOPED_TRACE("groups of " + std::to_string(group));
+    const int64_t rows = 5, groups = 16, ldx = groups * group + 3, kept = groups * (group - 1), ldo = kept + 2;
+    const Tensor x = random_tensor({rows, ldx}, 41), scale = random_tensor({rows}, 42);
+    Tensor out({rows, ldo});
+    for (float& v : out) v = 7.0f;
+    scale_rows_without_group_firsts(scale.data(), x.data(), ldx, rows, groups, group, out.data(), ldo);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t j = 1; j < group; ++j) {
+          EXPECT_EQ(out[r * ldo + g * (group - 1) + j - 1], scale[r] * x[r * ldx + g * group + j]);
+        }
+      EXPECT_EQ(out[r * ldo + kept], 7.0f);
+      EXPECT_EQ(out[r * ldo + kept + 1], 7.0f);
+    }
   }
 }
 

@@ -232,6 +232,43 @@ void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t
 
 namespace {
 
+// Groups of 8: each loaded whole, rotated down a lane (its first to the top),
+// scaled, and stored as 8 lanes at its place in the row, the top lane left for
+// the next group to overwrite; the last group's 7 lanes are stored masked.
+[[gnu::target("avx2")]] void scale_without_firsts_of_8_avx2(float s, const float* x, int64_t groups, float* out) {
+  const __m256i rotate = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+  const __m256i seven = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0);
+  const __m256 scale = _mm256_set1_ps(s);
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256 v = _mm256_mul_ps(scale, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + g * 8), rotate));
+    if (g + 1 < groups) {
+      _mm256_storeu_ps(out + g * 7, v);
+    } else {
+      _mm256_maskstore_ps(out + g * 7, seven, v);
+    }
+  }
+}
+
+}  // namespace
+
+void scale_rows_without_group_firsts(const float* scale, const float* x, int64_t ldx, int64_t rows, int64_t groups,
+                                     int64_t group, float* out, int64_t ldo) {
+  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = scale[r];
+    const float* const xr = x + r * ldx;
+    float* const o = out + r * ldo;
+    if (has_avx2 && group == 8) {
+      scale_without_firsts_of_8_avx2(s, xr, groups, o);
+      continue;
+    }
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t j = 1; j < group; ++j) o[g * (group - 1) + j - 1] = s * xr[g * group + j];
+  }
+}
+
+namespace {
+
 template <typename B>
 void dot_rows_any(const float* a, int64_t lda, const B* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
   static const SimdLevel level = best_simd_level();

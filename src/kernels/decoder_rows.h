@@ -26,6 +26,13 @@ void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float
 // x[r, :] *= scale[r] in place over `rows` rows of c floats (row stride ldx).
 void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t c);
 
+// out[r, :] = scale[r] * x[r, :] without the first column of each group: row r
+// of x holds `groups` consecutive groups of `group` floats (row stride ldx), row
+// r of out their other group - 1 columns each, in order (row stride ldo). The
+// product rounds as scale_rows'.
+void scale_rows_without_group_firsts(const float* scale, const float* x, int64_t ldx, int64_t rows, int64_t groups,
+                                     int64_t group, float* out, int64_t ldo);
+
 // out[r] = sum_j a[r, j] * b[r, j], accumulated in double (row strides lda, ldb).
 void dot_rows(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c, double* out);
 // out[r] = sum_j a[r, j] * v[j] in double. Both add element j into lane j % 16 and

@@ -118,6 +118,39 @@ Tensor through_heads(const Tensor& split, const Tensor& weight, int64_t heads) {
   return out;
 }
 
+// The final attention's basis for coefficients without each head's first token
+// (scale_rows_without_group_firsts): every head's probabilities sum to one, so
+// its first token's row enters as a constant plus the other tokens' differences
+// from it. centered [R, C] holds block 0's rows, then block 1's, T per head. Rows:
+// (row_{h,j} - row_{h,0}) * g2 for j >= 1; block 0's constant, sum_h row_{h,0}
+// * g2 (its coefficient is a1 a2); c~ plus block 1's constant, times g2 (its
+// coefficient a2): [(heads0 + heads1) (T - 1) + 2, C], 114 rows instead of 129
+// for a point prompt.
+Tensor final_keys_basis(const Tensor& centered, int64_t heads0, int64_t heads1, int64_t t, const Tensor& c_centered,
+                        const Tensor& g2) {
+  const int64_t c = centered.dim(1), kept = (heads0 + heads1) * (t - 1);
+  Tensor out = Tensor::uninitialized({kept + 2, c});
+  float* const constant0 = out.data() + kept * c;
+  float* const constant1 = constant0 + c;
+  std::fill_n(constant0, c, 0.0f);
+  std::copy_n(c_centered.data(), c, constant1);
+  float* row = out.data();
+  for (int64_t h = 0; h < heads0 + heads1; ++h) {
+    const float* const first = centered.data() + h * t * c;
+    float* const constant = h < heads0 ? constant0 : constant1;
+    for (int64_t k = 0; k < c; ++k) constant[k] += first[k];
+    for (int64_t j = 1; j < t; ++j, row += c) {
+      const float* const other = first + j * c;
+      for (int64_t k = 0; k < c; ++k) row[k] = (other[k] - first[k]) * g2[k];
+    }
+  }
+  for (int64_t k = 0; k < c; ++k) {
+    constant0[k] *= g2[k];
+    constant1[k] *= g2[k];
+  }
+  return out;
+}
+
 std::vector<double> row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t c) {
   std::vector<double> out(static_cast<size_t>(rows));
   dot_rows(a, lda, b, ldb, rows, c, out.data());
@@ -492,7 +525,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   // coefficients are written where block 1 extends them: the first heads0 * T
   // columns of each row of `coef` (below), so that no pass copies them.
   std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef(count);
-  auto coef_stride = [&](size_t g) { return (heads0 + heads1) * tokens[g].dim(0) + 1; };
+  auto coef_stride = [&](size_t g) { return (heads0 + heads1) * tokens[g].dim(0); };
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
@@ -568,9 +601,10 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   // Block 1's image -> token attention and norm4, factored: with
   // coef_i = [a1_i P0_i, P2_i] and basis = [basis0; value rows 2] (centered: B~),
   //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
-  //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2.
+  //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2,
+  // the coefficients and basis then without each head's first token (final_keys_basis).
   const Tensor& g2 = second_.norm4.weight;
-  std::vector<Tensor> row_scale2(count), final_basis(count);
+  std::vector<Tensor> row_scale2(count), final_coef(count), final_basis(count);
   {
     ScopedStage stage("decoder: image -> token attention");
     const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
@@ -578,7 +612,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
     for (size_t g = 0; g < count; ++g) {
       const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
-      const int64_t r = pairs0 + pairs1, ldw = r + 1;
+      const int64_t r = pairs0 + pairs1;
       keys2[g] = split_heads(image_to_token1.k_proj(with_pe(g)), heads1, scale1);
       const Tensor v2 = image_to_token1.v_proj(queries[g]);
       values2[g] = split_heads(v2, heads1, 1.0f);
@@ -600,9 +634,8 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       // against block 0's) for both cross terms: doubled here (exactly).
       for (int64_t i = pairs0; i < r; ++i)
         for (int64_t j = 0; j < pairs0; ++j) gram_all[g][i * r + j] *= 2.0f;
-      final_basis[g] = Tensor::uninitialized({ldw, c});
-      scale_columns_into(basis, g2, final_basis[g], 0);
-      for (int64_t j = 0; j < c; ++j) final_basis[g][r * c + j] = image.c_centered[j] * g2[j];
+      final_basis[g] = final_keys_basis(basis, heads0, heads1, t, image.c_centered, g2);
+      final_coef[g] = image_sized({n, final_basis[g].dim(0)});
       // The queries' part from block 0's update, (a1 P0) (basis0 Wq^T), enters
       // the scores as (a1 P0) times basis0's queries' dots with the keys,
       // basis0 . (k_h Wq_h): [pairs0, pairs1] per prompt instead of a [HW, D] product.
@@ -616,7 +649,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       const int64_t rows = r1 - r0;
       for (size_t g = 0; g < count; ++g) {
         const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
-        const int64_t r = pairs0 + pairs1, ldw = r + 1;
+        const int64_t r = pairs0 + pairs1, ldw = r, ldf = final_coef[g].dim(1);
         // Block 0's coefficients a1 P0 are the first pairs0 columns of w; block
         // 1's probabilities P2 go beside them.
         float* const w = coef[g].data() + r0 * ldw;
@@ -667,16 +700,20 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
           const float a2 = inverse_std(norm2, c);
           row_scale2[g][r0 + i] = static_cast<float>(a1) * a2;
           a2s[i] = a2;
-          w[i * ldw + r] = a2;
         }
-        scale_rows(a2s, w, ldw, rows, r);
+        float* const f = final_coef[g].data() + r0 * ldf;
+        scale_rows_without_group_firsts(a2s, w, ldw, rows, heads0 + heads1, t, f, ldf);
+        for (int64_t i = 0; i < rows; ++i) {
+          f[i * ldf + ldf - 2] = row_scale2[g][r0 + i];
+          f[i * ldf + ldf - 1] = a2s[i];
+        }
       }
     });
   }
 
   std::vector<Output> out(count);
   for (size_t g = 0; g < count; ++g) {
-    out[g] = {queries[g], tokens[g], {row_scale2[g], coef[g], final_basis[g], second_.norm4.bias}};
+    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}};
   }
   return out;
 }

@@ -94,11 +94,13 @@ Tensor gram(const Tensor& b) {
   return g;
 }
 
-// b [R, C] with column j times g[j], into rows [first, first + R) of out [*, C].
-void scale_columns_into(const Tensor& b, const Tensor& g, Tensor& out, int64_t first) {
+// b [R, C] with column j times g[j].
+Tensor columns_scaled(const Tensor& b, const Tensor& g) {
   const int64_t r = b.dim(0), c = b.dim(1);
+  Tensor out = Tensor::uninitialized({r, c});
   for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out[(first + i) * c + j] = b[i * c + j] * g[j];
+    for (int64_t j = 0; j < c; ++j) out[i * c + j] = b[i * c + j] * g[j];
+  return out;
 }
 
 // Each (head, token) row of split [heads * T, head_dim] (split_heads' layout)
@@ -539,8 +541,7 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       Tensor centered0 = value_rows0[g].clone();
       center_rows(centered0.data(), pairs0, c);
       gram0[g] = gram(centered0);
-      basis0[g] = Tensor::uninitialized({pairs0, c});
-      scale_columns_into(centered0, first_.norm4.weight, basis0[g], 0);
+      basis0[g] = columns_scaled(centered0, first_.norm4.weight);
       row_scale1[g] = image_sized({n});
       coef[g] = image_sized({n, coef_stride(g)});
     }

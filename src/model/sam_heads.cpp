@@ -14,14 +14,27 @@ namespace sam2rt {
 
 namespace {
 
-// Prompts decoded in lockstep by one thread (MaskDecoder's group predict_masks):
-// each group reads the per-image arrays once. Four keep a group's per-prompt
-// arrays (~5 MB each for Tiny) within the last-level cache beside the other
-// thread's group.
-constexpr size_t kPromptsInLockstep = 4;
+// The most prompts decoded in lockstep by one thread (MaskDecoder's group
+// predict_masks): each group reads the per-image arrays once per block of image
+// rows. Since the attentions' softmax runs block by block, a prompt's arrays are
+// ~4 MB for Tiny, and groups of up to 16 decode a batch of 64 ~4% faster than
+// groups of 4 (docs/PERFORMANCE.md, session 24).
+constexpr size_t kMaxPromptsInLockstep = 16;
 
 // Prompts per thread decoded one at a time at the end of a batch (decode_in_groups).
 constexpr size_t kSingleTailPerThread = 2;
+
+// Appends groups covering prompts [first, first + count): as few as hold at
+// most kMaxPromptsInLockstep each, rounded up to a multiple of `threads` so
+// that every thread gets as many, their sizes within one of each other.
+void split_into_groups(size_t first, size_t count, size_t threads, std::vector<std::pair<size_t, size_t>>& groups) {
+  size_t n = (count + kMaxPromptsInLockstep - 1) / kMaxPromptsInLockstep;
+  n = std::min(count, (n + threads - 1) / threads * threads);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t begin = first + count * k / n, end = first + count * (k + 1) / n;
+    groups.emplace_back(begin, end - begin);
+  }
+}
 
 // Upscales the selected logits to the original size and clamps the low-res ones.
 void finish(MaskPrediction& r, int orig_w, int orig_h, const MaskFill& fill) {
@@ -216,12 +229,14 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
   const size_t lockstep_end = prompts.size() > single_tail ? prompts.size() - single_tail : 0;
   std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = 0; i < prompts.size();) {
-    size_t n = 1;
-    if (prompts[i].mask_input.empty()) {
-      while (n < kPromptsInLockstep && i + n < lockstep_end && prompts[i + n].mask_input.empty()) ++n;
+    size_t run = 0;
+    while (i + run < lockstep_end && prompts[i + run].mask_input.empty()) ++run;
+    if (run == 0) {
+      groups.emplace_back(i++, 1);
+      continue;
     }
-    groups.emplace_back(i, n);
-    i += n;
+    split_into_groups(i, run, static_cast<size_t>(std::max(threads, 1)), groups);
+    i += run;
   }
   std::vector<MaskPrediction> results(prompts.size());
   std::exception_ptr failure;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -177,6 +178,11 @@ struct PromptImageRows {
   const Tensor* basis;      // [R, C]
 };
 
+// The image's side of the rows the final attention reads.
+SharedImageRows final_image_rows(const LowRankImage& image) {
+  return {image.final_keys_shared, image.final_keys_const, image.final_values_shared, image.final_values_const};
+}
+
 // A prompt's token -> image attention, block by block of image rows
 // (kernels/column_softmax_blocks.h): per block, the columns' maxima and sums of
 // exponentials, the exponentials' products with the values ([T, D]: token j's
@@ -251,74 +257,101 @@ struct BlockPartials {
 int64_t image_row_blocks(int64_t n) { return (n + kImageRowBlock - 1) / kImageRowBlock; }
 
 // attn (a token -> image attention) of each prompt's queries q_in[g] [T_g, C]
-// over such rows, without forming its [HW, D] keys and values. The scores of a
-// row are per-head products of its shared and constant keys with the queries
-// plus its coef times the queries' dots with the basis keys; the softmax runs
-// down the image rows, block by block (BlockPartials). The mixed values are the
+// over such rows, without forming its [HW, D] keys and values, fed one block of
+// one prompt's image rows at a time (add_block): the pass that makes a block's
+// rows can attend to them while they are in cache. The scores of a row are
+// per-head products of its shared and constant keys with the queries plus its
+// coef times the queries' dots with the basis keys; the softmax runs down the
+// image rows, block by block (BlockPartials). The mixed values are the
 // probabilities times row_scale times the shared values, plus (probabilities
 // times coef) times the basis values, plus the constant (each column of
-// probabilities sums to 1). Row blocks are shared by `threads` workers; the
-// prompts take turns within each block, which is read once for all of them.
-// Every prompt's rounding is that of a group of one, whatever the number of
-// threads. Returns each prompt's output [T_g, C] (out_proj applied).
+// probabilities sums to 1). Every prompt's rounding is that of a group of one,
+// whatever the number of threads and whichever pass feeds the blocks.
+class FactoredRowsAttention {
+ public:
+  FactoredRowsAttention(const DecoderAttention& attn, const std::vector<Tensor>& q_in, const SharedImageRows& x,
+                        std::vector<PromptImageRows> prompts)
+      : attn_(attn), x_(x), prompts_(std::move(prompts)) {
+    const int64_t n = x.keys_shared.dim(0), width = attn.internal_dim(), heads = attn.num_heads;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(width / heads)));
+    for (size_t g = 0; g < q_in.size(); ++g) {
+      const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts_[g].basis->dim(0);
+      const int64_t c = prompts_[g].basis->dim(1);
+      queries_.push_back(split_heads(attn.q_proj(q_in[g]), heads, scale));
+      // The queries' dots with the basis rows' keys: (q_h Wk_h) . basis_r.
+      const Tensor queries_in_c = through_heads(queries_.back(), attn.k_proj.weight, heads);
+      basis_scores_.push_back(Tensor::uninitialized({pairs, r}));
+      gemm({.m = pairs, .n = r, .k = c, .a = queries_in_c.data(), .lda = c, .b = prompts_[g].basis->data(),
+            .ldb = c, .b_transposed = true, .c = basis_scores_.back().data(), .ldc = r});
+      partials_.emplace_back(image_row_blocks(n), heads, t, width, r);
+    }
+  }
+
+  // Prompt g's image rows [r0, r1), r0 a multiple of kImageRowBlock, once their
+  // row_scale and coef are written. Distinct blocks may run on distinct
+  // threads; uses the calling thread's scratch slots 0 and 1.
+  void add_block(size_t g, int64_t r0, int64_t r1) {
+    const int64_t rows = r1 - r0, width = attn_.internal_dim(), heads = attn_.num_heads;
+    const int64_t pairs = basis_scores_[g].dim(0), r = basis_scores_[g].dim(1), ldc = prompts_[g].ldc;
+    float* const keys = thread_scratch(0, rows * width);
+    float* const scores = thread_scratch(1, rows * pairs);
+    scale_rows_add(prompts_[g].row_scale->data() + r0, x_.keys_shared.data() + r0 * width, width,
+                   x_.keys_const.data() + r0 * width, width, rows, width, keys, width);
+    head_dots({.rows = rows, .heads = heads, .head_dim = width / heads, .per_head = pairs / heads, .x = keys,
+               .ldx = width, .vectors = queries_[g].data(), .out = scores, .ldo = pairs});
+    gemm({.m = rows, .n = pairs, .k = r, .a = prompts_[g].coef + r0 * ldc, .lda = ldc, .b = basis_scores_[g].data(),
+          .ldb = r, .b_transposed = true, .c = scores, .ldc = pairs, .accumulate = true});
+    partials_[g].add_block(r0 / kImageRowBlock, scores, rows, prompts_[g].row_scale->data() + r0,
+                           x_.values_shared.data() + r0 * width, prompts_[g].coef + r0 * ldc, ldc);
+  }
+
+  // Each prompt's output [T_g, C] (out_proj applied), once every block is added.
+  std::vector<Tensor> finish() const {
+    const int64_t width = attn_.internal_dim(), heads = attn_.num_heads, head_dim = width / heads;
+    std::vector<Tensor> out(queries_.size());
+    for (size_t g = 0; g < queries_.size(); ++g) {
+      const int64_t pairs = basis_scores_[g].dim(0), r = basis_scores_[g].dim(1), t = pairs / heads;
+      const int64_t c = prompts_[g].basis->dim(1);
+      Tensor mixed = Tensor::uninitialized({t, width});
+      for (int64_t j = 0; j < t; ++j) std::copy_n(x_.values_const.data(), width, mixed.data() + j * width);
+      Tensor with_coef = Tensor::uninitialized({pairs, r});
+      partials_[g].combine(mixed.data(), with_coef.data());
+      // The basis part of the mixed values, (with_coef basis) Wv_h^T per head: the
+      // few (head, query) rows go through the basis, not the R basis rows through Wv.
+      Tensor coef_in_c = Tensor::uninitialized({pairs, c});
+      gemm({.m = pairs, .n = c, .k = r, .a = with_coef.data(), .lda = r, .b = prompts_[g].basis->data(), .ldb = c,
+            .b_transposed = false, .c = coef_in_c.data(), .ldc = c});
+      for (int64_t h = 0; h < heads; ++h) {
+        gemm({.m = t, .n = head_dim, .k = c, .a = coef_in_c.data() + h * t * c, .lda = c,
+              .b = attn_.v_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = true,
+              .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
+      }
+      out[g] = Tensor({t, attn_.out_proj.out_features()});
+      attn_.out_proj.apply(mixed.data(), t, out[g].data());
+    }
+    return out;
+  }
+
+ private:
+  const DecoderAttention& attn_;
+  SharedImageRows x_;
+  std::vector<PromptImageRows> prompts_;
+  std::vector<Tensor> queries_;       // per prompt [heads * T, head_dim], scaled
+  std::vector<Tensor> basis_scores_;  // per prompt [heads * T, R]
+  std::vector<BlockPartials> partials_;
+};
+
+// FactoredRowsAttention in a pass of its own: row blocks shared by `threads`
+// workers, the prompts taking turns within each block, which is read once for
+// all of them.
 std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std::vector<Tensor>& q_in,
                                          const SharedImageRows& x, const std::vector<PromptImageRows>& prompts,
                                          int threads) {
-  const size_t count = q_in.size();
-  const int64_t n = x.keys_shared.dim(0), width = attn.internal_dim();
-  const int64_t heads = attn.num_heads, head_dim = width / heads;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  std::vector<Tensor> queries(count), basis_scores(count);
-  std::vector<BlockPartials> partials;
-  for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = heads * t, r = prompts[g].basis->dim(0), c = prompts[g].basis->dim(1);
-    queries[g] = split_heads(attn.q_proj(q_in[g]), heads, scale);
-    // The queries' dots with the basis rows' keys: (q_h Wk_h) . basis_r.
-    const Tensor queries_in_c = through_heads(queries[g], attn.k_proj.weight, heads);
-    basis_scores[g] = Tensor::uninitialized({pairs, r});
-    gemm({.m = pairs, .n = r, .k = c, .a = queries_in_c.data(), .lda = c, .b = prompts[g].basis->data(), .ldb = c,
-          .b_transposed = true, .c = basis_scores[g].data(), .ldc = r});
-    partials.emplace_back(image_row_blocks(n), heads, t, width, r);
-  }
-  for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
-    const int64_t rows = r1 - r0;
-    float* const keys = thread_scratch(0, rows * width);
-    for (size_t g = 0; g < count; ++g) {
-      const int64_t pairs = basis_scores[g].dim(0), r = basis_scores[g].dim(1), ldc = prompts[g].ldc;
-      float* const scores = thread_scratch(1, rows * pairs);
-      scale_rows_add(prompts[g].row_scale->data() + r0, x.keys_shared.data() + r0 * width, width,
-                     x.keys_const.data() + r0 * width, width, rows, width, keys, width);
-      head_dots({.rows = rows, .heads = heads, .head_dim = head_dim, .per_head = pairs / heads, .x = keys,
-                 .ldx = width, .vectors = queries[g].data(), .out = scores, .ldo = pairs});
-      gemm({.m = rows, .n = pairs, .k = r, .a = prompts[g].coef + r0 * ldc, .lda = ldc,
-            .b = basis_scores[g].data(), .ldb = r, .b_transposed = true, .c = scores, .ldc = pairs,
-            .accumulate = true});
-      partials[g].add_block(r0 / kImageRowBlock, scores, rows, prompts[g].row_scale->data() + r0,
-                            x.values_shared.data() + r0 * width, prompts[g].coef + r0 * ldc, ldc);
-    }
+  FactoredRowsAttention attention(attn, q_in, x, prompts);
+  for_row_blocks(threads, x.keys_shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    for (size_t g = 0; g < q_in.size(); ++g) attention.add_block(g, r0, r1);
   });
-  std::vector<Tensor> out(count);
-  for (size_t g = 0; g < count; ++g) {
-    const int64_t t = q_in[g].dim(0), pairs = basis_scores[g].dim(0), r = basis_scores[g].dim(1);
-    const int64_t c = prompts[g].basis->dim(1);
-    Tensor mixed = Tensor::uninitialized({t, width});
-    for (int64_t j = 0; j < t; ++j) std::copy_n(x.values_const.data(), width, mixed.data() + j * width);
-    Tensor with_coef = Tensor::uninitialized({pairs, r});
-    partials[g].combine(mixed.data(), with_coef.data());
-    // The basis part of the mixed values, (with_coef basis) Wv_h^T per head: the
-    // few (head, query) rows go through the basis, not the R basis rows through Wv.
-    Tensor coef_in_c = Tensor::uninitialized({pairs, c});
-    gemm({.m = pairs, .n = c, .k = r, .a = with_coef.data(), .lda = r, .b = prompts[g].basis->data(), .ldb = c,
-          .b_transposed = false, .c = coef_in_c.data(), .ldc = c});
-    for (int64_t h = 0; h < heads; ++h) {
-      gemm({.m = t, .n = head_dim, .k = c, .a = coef_in_c.data() + h * t * c, .lda = c,
-            .b = attn.v_proj.weight.data() + h * head_dim * c, .ldb = c, .b_transposed = true,
-            .c = mixed.data() + h * head_dim, .ldc = width, .accumulate = true});
-    }
-    out[g] = Tensor({t, attn.out_proj.out_features()});
-    attn.out_proj.apply(mixed.data(), t, out[g].data());
-  }
-  return out;
+  return attention.finish();
 }
 
 // attn of each prompt's queries q[g] [T_g, D] (projected) over image rows whose
@@ -486,7 +519,7 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
 
 std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     const std::vector<Tensor>& tokens, const TransformerImageInput& input, const LowRankImage& image,
-    int threads) const {
+    const std::vector<int64_t>& finish_rows, int threads) const {
   const size_t count = tokens.size();
   const std::vector<Tensor>& query_pe = tokens;
   const int64_t n = input.src.dim(0), c = input.src.dim(1);
@@ -528,10 +561,10 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   // columns of each row of `coef` (below), so that no pass copies them.
   std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef(count);
   auto coef_stride = [&](size_t g) { return (heads0 + heads1) * tokens[g].dim(0); };
+  const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
+  std::vector<Tensor> keys0(count), gram0(count);
   {
     ScopedStage stage("decoder: image -> token attention");
-    const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
-    std::vector<Tensor> keys0(count), gram0(count);
     for (size_t g = 0; g < count; ++g) {
       const int64_t pairs0 = heads0 * tokens[g].dim(0);
       keys0[g] = split_heads(image_to_token0.k_proj(with_pe(g)), heads0, scale0);
@@ -545,6 +578,29 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       row_scale1[g] = image_sized({n});
       coef[g] = image_sized({n, coef_stride(g)});
     }
+  }
+
+  // Block 1's token side: its self-attention reads the tokens block 0's image
+  // -> token attention reads, and its token -> image attention the image rows
+  // that attention makes, so it attends to each block of them in the pass that
+  // makes it, while the block is in cache.
+  {
+    ScopedStage stage("decoder: token self-attention");
+    for (size_t g = 0; g < count; ++g) {
+      const Tensor q = with_pe(g);
+      queries[g] = second_.norm1(add(queries[g], second_.self_attn(q, q, queries[g])));
+    }
+  }
+  std::vector<PromptImageRows> rows1(count);
+  std::vector<Tensor> q1(count);
+  for (size_t g = 0; g < count; ++g) {
+    q1[g] = with_pe(g);
+    rows1[g] = {&row_scale1[g], coef[g].data(), coef_stride(g), &basis0[g]};
+  }
+  FactoredRowsAttention token_to_image_rows1(
+      token_to_image1, q1, {image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const}, rows1);
+  {
+    ScopedStage stage("decoder: image -> token attention, then token -> image");
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       for (size_t g = 0; g < count; ++g) {
@@ -569,29 +625,13 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
           row_scale1[g][r0 + r] = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
         }
         scale_rows(row_scale1[g].data() + r0, p, ldw, rows, pairs0);
+        token_to_image_rows1.add_block(g, r0, r1);
       }
     });
   }
-
-  // Block 1's token side.
-  {
-    ScopedStage stage("decoder: token self-attention");
-    for (size_t g = 0; g < count; ++g) {
-      const Tensor q = with_pe(g);
-      queries[g] = second_.norm1(add(queries[g], second_.self_attn(q, q, queries[g])));
-    }
-  }
   {
     ScopedStage stage("decoder: token -> image attention");
-    std::vector<Tensor> q(count);
-    std::vector<PromptImageRows> rows(count);
-    for (size_t g = 0; g < count; ++g) {
-      q[g] = with_pe(g);
-      rows[g] = {&row_scale1[g], coef[g].data(), coef_stride(g), &basis0[g]};
-    }
-    const std::vector<Tensor> attn_out = attend_factored_rows(
-        token_to_image1, q, {image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const}, rows,
-        threads);
+    const std::vector<Tensor> attn_out = token_to_image_rows1.finish();
     for (size_t g = 0; g < count; ++g) queries[g] = second_.norm2(add(queries[g], attn_out[g]));
   }
   {
@@ -606,11 +646,11 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
   // the coefficients and basis then without each head's first token (final_keys_basis).
   const Tensor& g2 = second_.norm4.weight;
   std::vector<Tensor> row_scale2(count), final_coef(count), final_basis(count);
+  const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
+  std::vector<Tensor> keys2(count), values2(count), gram_all(count), basis_scores2(count);
+  std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
   {
     ScopedStage stage("decoder: image -> token attention");
-    const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
-    std::vector<Tensor> keys2(count), values2(count), gram_all(count), basis_scores2(count);
-    std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
     for (size_t g = 0; g < count; ++g) {
       const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
       const int64_t r = pairs0 + pairs1;
@@ -646,6 +686,24 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
             .b_transposed = true, .c = basis_scores2[g].data(), .ldc = pairs1});
       row_scale2[g] = image_sized({n});
     }
+  }
+  // The final attention of the rows finish_rows attends to each block of the
+  // image rows in the pass that makes it, while the block is in cache.
+  std::vector<Tensor> finished_queries(count);
+  std::optional<FactoredRowsAttention> finish_attention;
+  if (!finish_rows.empty()) {
+    std::vector<Tensor> q(count);
+    std::vector<PromptImageRows> final_rows(count);
+    for (size_t g = 0; g < count; ++g) {
+      finished_queries[g] = gather_rows(queries[g], finish_rows);
+      q[g] = add(finished_queries[g], gather_rows(query_pe[g], finish_rows));
+      final_rows[g] = {&row_scale2[g], final_coef[g].data(), final_coef[g].dim(1), &final_basis[g]};
+    }
+    finish_attention.emplace(final_attn_, q, final_image_rows(image), std::move(final_rows));
+  }
+  {
+    ScopedStage stage(finish_rows.empty() ? "decoder: image -> token attention"
+                                          : "decoder: image -> token attention, then token -> image");
     for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
       for (size_t g = 0; g < count; ++g) {
@@ -708,13 +766,19 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
           f[i * ldf + ldf - 2] = row_scale2[g][r0 + i];
           f[i * ldf + ldf - 1] = a2s[i];
         }
+        if (finish_attention) finish_attention->add_block(g, r0, r1);
       }
     });
   }
 
   std::vector<Output> out(count);
   for (size_t g = 0; g < count; ++g) {
-    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}};
+    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}, {}};
+  }
+  if (finish_attention) {
+    ScopedStage stage("decoder: final token -> image attention");
+    const std::vector<Tensor> attn_out = finish_attention->finish();
+    for (size_t g = 0; g < count; ++g) out[g].finished = final_norm_(add(finished_queries[g], attn_out[g]));
   }
   return out;
 }
@@ -731,11 +795,7 @@ std::vector<Tensor> LowRankTwoWayTransformer::final_tokens(const std::vector<con
     q[g] = add(queries[g], gather_rows(p.query_pe, token_rows));
     rows[g] = {&p.keys.row_scale, p.keys.coef.data(), p.keys.coef.dim(1), &p.keys.basis};
   }
-  const std::vector<Tensor> attn_out =
-      attend_factored_rows(final_attn_, q,
-                           {image.final_keys_shared, image.final_keys_const, image.final_values_shared,
-                            image.final_values_const},
-                           rows, threads);
+  const std::vector<Tensor> attn_out = attend_factored_rows(final_attn_, q, final_image_rows(image), rows, threads);
   std::vector<Tensor> out(prompts.size());
   for (size_t g = 0; g < prompts.size(); ++g) out[g] = final_norm_(add(queries[g], attn_out[g]));
   return out;

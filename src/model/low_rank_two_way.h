@@ -76,6 +76,7 @@ class LowRankTwoWayTransformer {
     Tensor queries;    // [T, C]
     Tensor query_pe;   // [T, C]: the tokens as given (their own position encoding)
     LowRankKeys keys;
+    Tensor finished;   // [finish_rows.size(), C]: final_tokens of forward's finish_rows
   };
   // Several prompts' tokens [T_g, C] in lockstep: every step's per-image arrays
   // (keys, values, queries, statistics: ~30 MB for Tiny) are read a block of
@@ -83,8 +84,12 @@ class LowRankTwoWayTransformer {
   // prompt. Image rows are processed in fixed blocks shared by `threads`
   // workers: the result does not depend on the thread count, and output g
   // equals that of a group of one bit for bit.
+  // The final attention and norm of the token rows finish_rows (as
+  // final_tokens, the same bits) run in the last pass over the image rows,
+  // each block attended while it is in cache: Output::finished.
   std::vector<Output> forward(const std::vector<Tensor>& tokens, const TransformerImageInput& input,
-                              const LowRankImage& image, int threads) const;
+                              const LowRankImage& image, const std::vector<int64_t>& finish_rows,
+                              int threads) const;
   // The final attention and norm of the rows token_rows of each prompt's
   // tokens: [token_rows.size(), C] each. Tokens attend to the image
   // independently of each other, so a caller computes only the output tokens it

@@ -245,17 +245,15 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
   }
   std::vector<Tensor> prompt_tokens(count);
   for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
+  // The final attention for the IoU token of every prompt (in the
+  // transformer's last pass), then for the object score and mask tokens of the
+  // prompts whose masks are wanted: the prompt tokens' outputs are never read.
   const std::vector<LowRankTwoWayTransformer::Output> out =
-      low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, threads);
-  // The final attention for the IoU token of every prompt, then for the object
-  // score and mask tokens of the prompts whose masks are wanted: the prompt
-  // tokens' outputs are never read.
-  std::vector<const LowRankTwoWayTransformer::Output*> every(count), kept;
-  for (size_t g = 0; g < count; ++g) every[g] = &out[g];
-  const std::vector<Tensor> iou_tokens = low_rank_->final_tokens(every, {kIouToken}, image.low_rank, threads);
+      low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, {kIouToken}, threads);
+  std::vector<const LowRankTwoWayTransformer::Output*> kept;
   std::vector<MaskDecoderOutput*> upscaled;
   for (size_t g = 0; g < count; ++g) {
-    iou_head(iou_tokens[g], results[g]);
+    iou_head(out[g].finished, results[g]);
     if (wanted && !wanted(results[g].iou)) continue;
     kept.push_back(&out[g]);
     upscaled.push_back(&results[g]);

@@ -19,7 +19,6 @@ template <int Lanes, int Blocks>
 [[gnu::always_inline]] inline void exp_column_lanes(float* x, int64_t rows, int64_t ld, int64_t first, float* max_out,
                                                     float* sum_out) {
   using V = typename simd::Types<Lanes>::F;
-  using VI = typename simd::Types<Lanes>::I;
   float* const top = x + first;
   V max[Blocks], sum[Blocks];
   for (int b = 0; b < Blocks; ++b) max[b] = simd::load<V>(top + b * Lanes);
@@ -28,7 +27,7 @@ template <int Lanes, int Blocks>
   for (int b = 0; b < Blocks; ++b) sum[b] = simd::splat<V>(0.0f);
   for (int64_t r = 0; r < rows; ++r)
     for (int b = 0; b < Blocks; ++b) {
-      const V e = simd::exp<V, VI>(simd::load<V>(top + r * ld + b * Lanes) - max[b]);
+      const V e = simd::exp_fused(simd::load<V>(top + r * ld + b * Lanes) - max[b]);
       simd::store(top + r * ld + b * Lanes, e);
       sum[b] += e;
     }
@@ -48,13 +47,13 @@ template <int Lanes>
   for (; c < cols; ++c) exp_column_lanes<1, 1>(x, rows, ld, c, max, sum);
 }
 
-[[gnu::target("avx512f")]] void exp_column_block_avx512(float* x, int64_t rows, int64_t cols, int64_t ld, float* max,
-                                                        float* sum) {
+[[gnu::target("avx512f"), gnu::flatten]] void exp_column_block_avx512(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                                                       float* max, float* sum) {
   exp_column_block_body<16>(x, rows, cols, ld, max, sum);
 }
 
-[[gnu::target("avx2")]] void exp_column_block_avx2(float* x, int64_t rows, int64_t cols, int64_t ld, float* max,
-                                                   float* sum) {
+[[gnu::target("avx2,fma"), gnu::flatten]] void exp_column_block_avx2(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                                                     float* max, float* sum) {
   exp_column_block_body<8>(x, rows, cols, ld, max, sum);
 }
 

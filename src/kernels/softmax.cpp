@@ -31,20 +31,19 @@ template <int Lanes>
 template <int Lanes>
 [[gnu::always_inline]] inline void softmax_row(float* x, int64_t n) {
   using V = typename simd::Types<Lanes>::F;
-  using VI = typename simd::Types<Lanes>::I;
   const int64_t vec_end = n / Lanes * Lanes;
   const float max = row_max<Lanes>(x, n);
 
   V sum = V{};
   for (int64_t i = 0; i < vec_end; i += Lanes) {
-    const V e = simd::exp<V, VI>(simd::load<V>(x + i) - max);
+    const V e = simd::exp_fused(simd::load<V>(x + i) - max);
     simd::store(x + i, e);
     sum += e;
   }
   float total = simd::reduce_add(sum);
   for (int64_t i = vec_end; i < n; ++i) {
     V tail = simd::splat<V>(x[i] - max);
-    x[i] = simd::exp<V, VI>(tail)[0];
+    x[i] = simd::exp_fused(tail)[0];
     total += x[i];
   }
   const float inv = 1.0f / total;
@@ -103,15 +102,14 @@ void exp_to_bf16_baseline(const float* x, int64_t rows, int64_t cols, int64_t ld
 template <int Lanes>
 [[gnu::always_inline]] inline void softmax_groups_impl(float* x, int64_t groups, int64_t group) {
   using V = typename simd::Types<Lanes>::F;
-  using VI = typename simd::Types<Lanes>::I;
   for (int64_t g = 0; g < groups; ++g) {
     float* row = x + g * group;
     const float max = *std::max_element(row, row + group);
     for (int64_t i = 0; i < group; ++i) row[i] -= max;
   }
   const int64_t n = groups * group, vec_end = n / Lanes * Lanes;
-  for (int64_t i = 0; i < vec_end; i += Lanes) simd::store(x + i, simd::exp<V, VI>(simd::load<V>(x + i)));
-  for (int64_t i = vec_end; i < n; ++i) x[i] = simd::exp<V, VI>(simd::splat<V>(x[i]))[0];
+  for (int64_t i = 0; i < vec_end; i += Lanes) simd::store(x + i, simd::exp_fused(simd::load<V>(x + i)));
+  for (int64_t i = vec_end; i < n; ++i) x[i] = simd::exp_fused(simd::splat<V>(x[i]))[0];
   for (int64_t g = 0; g < groups; ++g) {
     float* row = x + g * group;
     float total = 0.0f;
@@ -130,9 +128,8 @@ template <int Lanes>
 // Groups of 8 (the decoder's tokens for a one-point or box prompt), two per
 // register: the group's max and sum spread to its 8 lanes by three lane swaps
 // (lane ^ 4, ^ 2, ^ 1) each, instead of scalar passes per group.
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_groups_of_8_avx512(float* x, int64_t groups) {
+[[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] void softmax_groups_of_8_avx512(float* x, int64_t groups) {
   using V = simd::Types<16>::F;
-  using VI = simd::Types<16>::I;
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i swap[3] = {_mm512_xor_si512(lanes, _mm512_set1_epi32(4)),
                            _mm512_xor_si512(lanes, _mm512_set1_epi32(2)),
@@ -143,7 +140,7 @@ template <int Lanes>
     const __m512 v = _mm512_loadu_ps(p);
     __m512 max = v;
     for (const __m512i& s : swap) max = _mm512_max_ps(max, _mm512_permutexvar_ps(s, max));
-    const __m512 e = std::bit_cast<__m512>(simd::exp<V, VI>(std::bit_cast<V>(_mm512_sub_ps(v, max))));
+    const __m512 e = std::bit_cast<__m512>(simd::exp_fused(std::bit_cast<V>(_mm512_sub_ps(v, max))));
     __m512 sum = e;
     for (const __m512i& s : swap) sum = _mm512_add_ps(sum, _mm512_permutexvar_ps(s, sum));
     _mm512_storeu_ps(p, _mm512_mul_ps(e, _mm512_div_ps(_mm512_set1_ps(1.0f), sum)));
@@ -152,7 +149,8 @@ template <int Lanes>
 }
 #pragma GCC diagnostic pop
 
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_groups_avx512(float* x, int64_t groups, int64_t group) {
+[[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] void softmax_groups_avx512(float* x, int64_t groups,
+                                                                                    int64_t group) {
   if (group == 8) {
     softmax_groups_of_8_avx512(x, groups);
     return;
@@ -174,16 +172,15 @@ template <int Lanes>
 // A group of 8 per register, the max and sum spread by the same three lane
 // swaps in the same order as the AVX-512 path, which it therefore equals bit for
 // bit.
-[[gnu::target("avx2,fma")]] void softmax_groups_of_8_avx2(float* x, int64_t groups) {
+[[gnu::target("avx2,fma"), gnu::flatten]] void softmax_groups_of_8_avx2(float* x, int64_t groups) {
   using V = simd::Types<8>::F;
-  using VI = simd::Types<8>::I;
   for (int64_t g = 0; g < groups; ++g) {
     float* p = x + g * 8;
     const __m256 v = _mm256_loadu_ps(p);
     __m256 max = _mm256_max_ps(v, swap4(v));
     max = _mm256_max_ps(max, swap2(max));
     max = _mm256_max_ps(max, swap1(max));
-    const __m256 e = std::bit_cast<__m256>(simd::exp<V, VI>(std::bit_cast<V>(_mm256_sub_ps(v, max))));
+    const __m256 e = std::bit_cast<__m256>(simd::exp_fused(std::bit_cast<V>(_mm256_sub_ps(v, max))));
     __m256 sum = _mm256_add_ps(e, swap4(e));
     sum = _mm256_add_ps(sum, swap2(sum));
     sum = _mm256_add_ps(sum, swap1(sum));
@@ -191,7 +188,7 @@ template <int Lanes>
   }
 }
 
-[[gnu::target("avx2,fma")]] void softmax_groups_avx2(float* x, int64_t groups, int64_t group) {
+[[gnu::target("avx2,fma"), gnu::flatten]] void softmax_groups_avx2(float* x, int64_t groups, int64_t group) {
   if (group == 8) {
     softmax_groups_of_8_avx2(x, groups);
     return;
@@ -201,11 +198,12 @@ template <int Lanes>
 
 void softmax_groups_baseline(float* x, int64_t groups, int64_t group) { softmax_groups_impl<4>(x, groups, group); }
 
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void softmax_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {
+[[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] void softmax_avx512(float* x, int64_t rows, int64_t cols,
+                                                                             int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) softmax_row<16>(x + r * ld, cols);
 }
 
-[[gnu::target("avx2,fma")]] void softmax_avx2(float* x, int64_t rows, int64_t cols, int64_t ld) {
+[[gnu::target("avx2,fma"), gnu::flatten]] void softmax_avx2(float* x, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) softmax_row<8>(x + r * ld, cols);
 }
 

@@ -125,7 +125,7 @@ template <class V, class VI, int Degree = 7>
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 [[gnu::target("avx512f")]] inline Types<16>::F exp_fused(Types<16>::F in) {
   using namespace exp_constants;
-  __m512 x = std::bit_cast<__m512>(in);
+  __m512 x = (__m512)in;  // vector casts, not std::bit_cast: no call even unoptimised
   x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kLow), _CMP_LT_OQ), x, _mm512_set1_ps(kLow));
   x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kHigh), _CMP_GT_OQ), x, _mm512_set1_ps(kHigh));
   const __m512 shifter = _mm512_set1_ps(kShifter);
@@ -137,13 +137,13 @@ template <class V, class VI, int Degree = 7>
   for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kInverseFactorials[k]));
   const __m512i biased = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(0x4B400000));
   const __m512i exponent = _mm512_slli_epi32(biased, 23);
-  return std::bit_cast<Types<16>::F>(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
+  return (Types<16>::F)_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
 }
 #pragma GCC diagnostic pop
 
 [[gnu::target("avx2,fma")]] inline Types<8>::F exp_fused(Types<8>::F in) {
   using namespace exp_constants;
-  __m256 x = std::bit_cast<__m256>(in);
+  __m256 x = (__m256)in;
   x = _mm256_blendv_ps(x, _mm256_set1_ps(kLow), _mm256_cmp_ps(x, _mm256_set1_ps(kLow), _CMP_LT_OQ));
   x = _mm256_blendv_ps(x, _mm256_set1_ps(kHigh), _mm256_cmp_ps(x, _mm256_set1_ps(kHigh), _CMP_GT_OQ));
   const __m256 shifter = _mm256_set1_ps(kShifter);
@@ -155,7 +155,7 @@ template <class V, class VI, int Degree = 7>
   for (int k = 6; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kInverseFactorials[k]));
   const __m256i biased = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(0x4B400000));
   const __m256i exponent = _mm256_slli_epi32(biased, 23);
-  return std::bit_cast<Types<8>::F>(_mm256_add_epi32(_mm256_castps_si256(p), exponent));
+  return (Types<8>::F)_mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), exponent));
 }
 #endif
 

@@ -341,22 +341,40 @@ class FactoredRowsAttention {
   std::vector<BlockPartials> partials_;
 };
 
-// FactoredRowsAttention in a pass of its own: row blocks shared by `threads`
-// workers, the prompts taking turns within each block, which is read once for
-// all of them.
-std::vector<Tensor> attend_factored_rows(const DecoderAttention& attn, const std::vector<Tensor>& q_in,
-                                         const SharedImageRows& x, const std::vector<PromptImageRows>& prompts,
-                                         int threads) {
-  FactoredRowsAttention attention(attn, q_in, x, prompts);
-  for_row_blocks(threads, x.keys_shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
-    for (size_t g = 0; g < q_in.size(); ++g) attention.add_block(g, r0, r1);
-  });
-  return attention.finish();
+// The final attention and norm of the rows token_rows of each prompt's tokens
+// over its image rows (LowRankTwoWayTransformer::Output), the attention fed
+// block by block: by a pass of its own (final_tokens) or by the pass that makes
+// the rows (forward's finish_rows).
+struct FinalTokens {
+  std::vector<Tensor> queries;  // each prompt's rows token_rows [rows, C]: the norm's residual
+  FactoredRowsAttention attention;
+
+  // Each prompt's tokens after the attention and the final norm [rows, C].
+  std::vector<Tensor> finish(const DecoderLayerNorm& norm) const {
+    const std::vector<Tensor> attn_out = attention.finish();
+    std::vector<Tensor> out(queries.size());
+    for (size_t g = 0; g < queries.size(); ++g) out[g] = norm(add(queries[g], attn_out[g]));
+    return out;
+  }
+};
+
+FinalTokens final_tokens_attention(const DecoderAttention& attn,
+                                   const std::vector<const LowRankTwoWayTransformer::Output*>& prompts,
+                                   const std::vector<int64_t>& token_rows, const LowRankImage& image) {
+  std::vector<Tensor> queries(prompts.size()), q(prompts.size());
+  std::vector<PromptImageRows> rows(prompts.size());
+  for (size_t g = 0; g < prompts.size(); ++g) {
+    const LowRankTwoWayTransformer::Output& p = *prompts[g];
+    queries[g] = gather_rows(p.queries, token_rows);
+    q[g] = add(queries[g], gather_rows(p.query_pe, token_rows));
+    rows[g] = {&p.keys.row_scale, p.keys.coef.data(), p.keys.coef.dim(1), &p.keys.basis};
+  }
+  return {std::move(queries), FactoredRowsAttention(attn, q, final_image_rows(image), std::move(rows))};
 }
 
 // attn of each prompt's queries q[g] [T_g, D] (projected) over image rows whose
 // keys and values are projected already ([HW, D] each): the softmax block by
-// block as in attend_factored_rows, the prompts taking turns within each block
+// block as in FactoredRowsAttention, the prompts taking turns within each block
 // of rows. Returns each prompt's output [T_g, C] (out_proj applied).
 std::vector<Tensor> attend_projected_rows(const DecoderAttention& attn, const std::vector<Tensor>& q,
                                          const Tensor& keys, const Tensor& values, int threads) {
@@ -687,20 +705,17 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
       row_scale2[g] = image_sized({n});
     }
   }
+  // The outputs, their rows written by the pass below (the tensors share storage).
+  std::vector<Output> out(count);
+  std::vector<const Output*> outputs(count);
+  for (size_t g = 0; g < count; ++g) {
+    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}, {}};
+    outputs[g] = &out[g];
+  }
   // The final attention of the rows finish_rows attends to each block of the
   // image rows in the pass that makes it, while the block is in cache.
-  std::vector<Tensor> finished_queries(count);
-  std::optional<FactoredRowsAttention> finish_attention;
-  if (!finish_rows.empty()) {
-    std::vector<Tensor> q(count);
-    std::vector<PromptImageRows> final_rows(count);
-    for (size_t g = 0; g < count; ++g) {
-      finished_queries[g] = gather_rows(queries[g], finish_rows);
-      q[g] = add(finished_queries[g], gather_rows(query_pe[g], finish_rows));
-      final_rows[g] = {&row_scale2[g], final_coef[g].data(), final_coef[g].dim(1), &final_basis[g]};
-    }
-    finish_attention.emplace(final_attn_, q, final_image_rows(image), std::move(final_rows));
-  }
+  std::optional<FinalTokens> finishing;
+  if (!finish_rows.empty()) finishing.emplace(final_tokens_attention(final_attn_, outputs, finish_rows, image));
   {
     ScopedStage stage(finish_rows.empty() ? "decoder: image -> token attention"
                                           : "decoder: image -> token attention, then token -> image");
@@ -766,19 +781,15 @@ std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
           f[i * ldf + ldf - 2] = row_scale2[g][r0 + i];
           f[i * ldf + ldf - 1] = a2s[i];
         }
-        if (finish_attention) finish_attention->add_block(g, r0, r1);
+        if (finishing) finishing->attention.add_block(g, r0, r1);
       }
     });
   }
 
-  std::vector<Output> out(count);
-  for (size_t g = 0; g < count; ++g) {
-    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}, {}};
-  }
-  if (finish_attention) {
+  if (finishing) {
     ScopedStage stage("decoder: final token -> image attention");
-    const std::vector<Tensor> attn_out = finish_attention->finish();
-    for (size_t g = 0; g < count; ++g) out[g].finished = final_norm_(add(finished_queries[g], attn_out[g]));
+    const std::vector<Tensor> finished = finishing->finish(final_norm_);
+    for (size_t g = 0; g < count; ++g) out[g].finished = finished[g];
   }
   return out;
 }
@@ -787,18 +798,13 @@ std::vector<Tensor> LowRankTwoWayTransformer::final_tokens(const std::vector<con
                                                            const std::vector<int64_t>& token_rows,
                                                            const LowRankImage& image, int threads) const {
   ScopedStage stage("decoder: final token -> image attention");
-  std::vector<Tensor> queries(prompts.size()), q(prompts.size());
-  std::vector<PromptImageRows> rows(prompts.size());
-  for (size_t g = 0; g < prompts.size(); ++g) {
-    const Output& p = *prompts[g];
-    queries[g] = gather_rows(p.queries, token_rows);
-    q[g] = add(queries[g], gather_rows(p.query_pe, token_rows));
-    rows[g] = {&p.keys.row_scale, p.keys.coef.data(), p.keys.coef.dim(1), &p.keys.basis};
-  }
-  const std::vector<Tensor> attn_out = attend_factored_rows(final_attn_, q, final_image_rows(image), rows, threads);
-  std::vector<Tensor> out(prompts.size());
-  for (size_t g = 0; g < prompts.size(); ++g) out[g] = final_norm_(add(queries[g], attn_out[g]));
-  return out;
+  FinalTokens rows = final_tokens_attention(final_attn_, prompts, token_rows, image);
+  // A pass of its own: row blocks shared by `threads` workers, the prompts
+  // taking turns within each block, which is read once for all of them.
+  for_row_blocks(threads, image.final_keys_shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
+    for (size_t g = 0; g < prompts.size(); ++g) rows.attention.add_block(g, r0, r1);
+  });
+  return rows.finish(final_norm_);
 }
 
 }  // namespace sam2rt

@@ -44,11 +44,16 @@ template <int Lanes>
   int64_t c = 0;
   for (; c + kBlocks * Lanes <= cols; c += kBlocks * Lanes) exp_column_lanes<Lanes, kBlocks>(x, rows, ld, c, max, sum);
   for (; c + Lanes <= cols; c += Lanes) exp_column_lanes<Lanes, 1>(x, rows, ld, c, max, sum);
+  // A prompt's 8 (or 40) columns: the last 8 in half-width vectors, whose exp
+  // rounds as the full width's, not one column at a time.
+  if constexpr (Lanes == 16) {
+    for (; c + 8 <= cols; c += 8) exp_column_lanes<8, 1>(x, rows, ld, c, max, sum);
+  }
   for (; c < cols; ++c) exp_column_lanes<1, 1>(x, rows, ld, c, max, sum);
 }
 
-[[gnu::target("avx512f"), gnu::flatten]] void exp_column_block_avx512(float* x, int64_t rows, int64_t cols, int64_t ld,
-                                                                       float* max, float* sum) {
+[[gnu::target("avx512f,avx2,fma"), gnu::flatten]] void exp_column_block_avx512(float* x, int64_t rows, int64_t cols,
+                                                                                int64_t ld, float* max, float* sum) {
   exp_column_block_body<16>(x, rows, cols, ld, max, sum);
 }
 

@@ -190,7 +190,7 @@ __attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t c
   }
 }
 
-__attribute__((target("avx512f"))) void gelu_avx512_float(float* x, int64_t count) {
+__attribute__((target("avx512f,avx512dq"))) void gelu_avx512_float(float* x, int64_t count) {
   using gelu_float_avx512::gelu_16_floats;
   __m512 table[gelu_float_avx512::kTableRegisters];
   gelu_float_avx512::load_table(table);

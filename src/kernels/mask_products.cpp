@@ -97,7 +97,7 @@ struct MaskVectors {
 // pixels at a time (two input pixels' taps of one row dy), each pixel's tap,
 // bias and skip added, its GELU and its products with the masks in registers,
 // in mask_products_avx512's order.
-[[gnu::target("avx512f")]] void upscaled_mask_products_avx512(const UpscaledMaskProductsArgs& a) {
+[[gnu::target("avx512f,avx512dq")]] void upscaled_mask_products_avx512(const UpscaledMaskProductsArgs& a) {
   __m512 table[gelu_float_avx512::kTableRegisters];
   gelu_float_avx512::load_table(table);
   const MaskVectors h = load_mask_vectors(a.hyper, a.masks);

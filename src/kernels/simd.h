@@ -25,10 +25,11 @@ namespace sam2rt {
 
 enum class SimdLevel { baseline = 0, avx2 = 1, avx512 = 2 };
 
-// The widest level this CPU supports (cpuid, cached), capped by the environment
-// variable SAM2RT_MAX_SIMD=avx2|baseline when set (like oneDNN's
-// ONEDNN_MAX_CPU_ISA): the code paths of older CPUs can then be run and tested on
-// a newer one. Every kernel with CPU-specific paths consults it.
+// The widest level this CPU supports (cpuid, cached; avx512 means its F, BW,
+// VL and DQ parts), capped by the environment variable
+// SAM2RT_MAX_SIMD=avx2|baseline when set (like oneDNN's ONEDNN_MAX_CPU_ISA): the
+// code paths of older CPUs can then be run and tested on a newer one. Every
+// kernel with CPU-specific paths consults it.
 SimdLevel best_simd_level();
 // "baseline" (plain x86-64: SSE2), "avx2" or "avx512", for logs and test names.
 const char* simd_level_name(SimdLevel level);

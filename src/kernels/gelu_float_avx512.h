@@ -40,14 +40,15 @@ __attribute__((target("avx512f"), always_inline)) inline void load_table(__m512*
 // (vreduceps) besides AVX512F.
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512 gelu_16_floats(const __m512* table,
                                                                                         __m512 v) {
-  static_assert(kPiecesPerUnit == 2, "a power of two: u below rounds as (clamped - kLow) * kPiecesPerUnit");
-  const __m512 low = _mm512_set1_ps(kLow), high = _mm512_set1_ps(kHigh);
-  const __m512 high_clamp = _mm512_set1_ps(std::nextafter(kHigh, 0.0f));
-  const __m512 per_unit = _mm512_set1_ps(kPiecesPerUnit), offset = _mm512_set1_ps(-kLow * kPiecesPerUnit);
-  // max/min return their second operand for NaN, so NaN lands on the low piece.
-  const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, low), high_clamp);
-  // u's piece floor(u) and its place in it, t = 2 (u - floor(u)) - 1 in [-1, 1): each step exact but t's one rounding.
-  const __m512 u = _mm512_fmadd_ps(clamped, per_unit, offset);
+  static_assert(kPiecesPerUnit == 2, "a power of two: u below rounds as (v - kLow) * kPiecesPerUnit");
+  // From the float below kHigh on, (v - kLow) * kPiecesPerUnit rounds to the
+  // pieces' end: those x take Phi = 1, as x >= kHigh do.
+  const __m512 top = _mm512_set1_ps(std::nextafter(kHigh, 0.0f)), low = _mm512_set1_ps(kLow);
+  // u's piece floor(u) and its place in it, t = 2 (u - floor(u)) - 1 in [-1, 1),
+  // every step exact but t's one rounding. Outside [kLow, top) the piece is any
+  // (vpermt2ps reads the index's low bits) and the result is replaced below; NaN
+  // stays NaN through t.
+  const __m512 u = _mm512_fmadd_ps(v, _mm512_set1_ps(kPiecesPerUnit), _mm512_set1_ps(-kLow * kPiecesPerUnit));
   const __m512i piece = _mm512_cvt_roundps_epi32(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   const __m512 in_piece = _mm512_reduce_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   const __m512 t = _mm512_fmadd_ps(in_piece, _mm512_set1_ps(2.0f), _mm512_set1_ps(-1.0f));
@@ -55,11 +56,9 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512 gelu_16
   for (int k = kDegree - 1; k >= 0; --k) {
     phi = _mm512_fmadd_ps(phi, t, _mm512_permutex2var_ps(table[2 * k], piece, table[2 * k + 1]));
   }
-  // Phi is 0 at and below kLow (so -inf gives NaN, as the formula), and at and
-  // above kHigh 1: the product is x itself.
+  // Phi is 0 at and below kLow (so -inf gives NaN, as the formula does).
   phi = _mm512_mask_mov_ps(phi, _mm512_cmp_ps_mask(v, low, _CMP_LE_OQ), _mm512_setzero_ps());
-  const __m512 product = _mm512_mul_ps(v, phi);
-  return _mm512_mask_mov_ps(product, _mm512_cmp_ps_mask(v, high, _CMP_GE_OQ), v);
+  return _mm512_mask_mov_ps(_mm512_mul_ps(v, phi), _mm512_cmp_ps_mask(v, top, _CMP_GE_OQ), v);
 }
 
 #pragma GCC diagnostic pop

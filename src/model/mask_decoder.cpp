@@ -152,11 +152,11 @@ Tensor MaskDecoder::mask_heads(const Tensor& final_tokens, int64_t object_row, i
   // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
   ScopedStage stage("decoder: output heads");
   result.object_score_logit = obj_score_head_(token_row(final_tokens, object_row))[0];
-  const int64_t up_c = upscale3_b_.numel();
-  Tensor hyper({static_cast<int64_t>(num_mask_tokens_), up_c});
-  for (int t = 0; t < num_mask_tokens_; ++t) {
-    const Tensor h = hypernetworks_[static_cast<size_t>(t)](token_row(final_tokens, first_mask_row + t));
-    std::copy_n(h.data(), up_c, hyper.data() + t * up_c);
+  const int64_t up_c = upscale3_b_.numel(), first = result.first_mask_token, masks = num_mask_tokens_ - first;
+  Tensor hyper({masks, up_c});
+  for (int64_t m = 0; m < masks; ++m) {
+    const Tensor h = hypernetworks_[static_cast<size_t>(first + m)](token_row(final_tokens, first_mask_row + m));
+    std::copy_n(h.data(), up_c, hyper.data() + m * up_c);
   }
   return hyper;
 }
@@ -173,9 +173,7 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
   const int64_t e = config_.image_embedding_size();
   const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
   const int64_t l = 4 * e, pixels = l * l;
-  for (MaskDecoderOutput* result : results) {
-    result->masks = mask_logits({static_cast<int64_t>(num_mask_tokens_), l, l});
-  }
+  for (size_t g = 0; g < results.size(); ++g) results[g]->masks = mask_logits({hypers[g]->dim(0), l, l});
   for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
     const int64_t rows = i1 - i0;
     const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e;
@@ -201,7 +199,7 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
         const int64_t first_pixel = (4 * i0 + 2 * r) * l;
         upscaled_mask_products({.taps = scratch + r * 2 * e * taps, .w = 2 * e, .cout = up_c,
                                 .bias = upscale3_b_.data(), .skip = image.feat_s0.data() + first_pixel * up_c,
-                                .hyper = hypers[g]->data(), .masks = num_mask_tokens_,
+                                .hyper = hypers[g]->data(), .masks = hypers[g]->dim(0),
                                 .out = results[g]->masks.data() + first_pixel, .ldo = pixels, .scratch = up});
       }
     }
@@ -209,13 +207,16 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
 }
 
 MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                             const Tensor& sparse, int threads, const MasksWanted& wanted) const {
+                                             const Tensor& sparse, int threads, const MasksWanted& wanted,
+                                             MaskTokens mask_tokens) const {
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
   MaskDecoderOutput result;
+  result.first_mask_token = first_mask_token(mask_tokens);
   iou_head(token_row(out.queries, kIouToken), result);
   if (wanted && !wanted(result.iou)) return result;
-  const Tensor hyper = mask_heads(out.queries, kObjectScoreToken, kFirstMaskToken, result);
+  const Tensor hyper =
+      mask_heads(out.queries, kObjectScoreToken, kFirstMaskToken + result.first_mask_token, result);
   upscale(
       image, {&hyper},
       [&](size_t, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
@@ -227,22 +228,26 @@ MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, con
 }
 
 MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
-                                             const MasksWanted& wanted) const {
+                                             const MasksWanted& wanted, MaskTokens mask_tokens) const {
   if (!low_rank_ || image.upscale0_shared.empty()) {
-    return predict_masks(image, image.no_mask, sparse, threads, wanted);
+    return predict_masks(image, image.no_mask, sparse, threads, wanted, mask_tokens);
   }
-  return std::move(predict_masks(image, std::vector<Tensor>{sparse}, threads, wanted).front());
+  return std::move(predict_masks(image, std::vector<Tensor>{sparse}, threads, wanted, mask_tokens).front());
 }
 
 std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageState& image,
                                                           const std::vector<Tensor>& sparse, int threads,
-                                                          const MasksWanted& wanted) const {
+                                                          const MasksWanted& wanted, MaskTokens mask_tokens) const {
   const size_t count = sparse.size();
   std::vector<MaskDecoderOutput> results(count);
   if (!low_rank_ || image.upscale0_shared.empty()) {
-    for (size_t g = 0; g < count; ++g) results[g] = predict_masks(image, image.no_mask, sparse[g], threads, wanted);
+    for (size_t g = 0; g < count; ++g) {
+      results[g] = predict_masks(image, image.no_mask, sparse[g], threads, wanted, mask_tokens);
+    }
     return results;
   }
+  const int64_t first = first_mask_token(mask_tokens);
+  for (MaskDecoderOutput& result : results) result.first_mask_token = first;
   std::vector<Tensor> prompt_tokens(count);
   for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
   // The final attention for the IoU token of every prompt (in the
@@ -259,17 +264,17 @@ std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageStat
     upscaled.push_back(&results[g]);
   }
   if (upscaled.empty()) return results;
-  // Row 0 of each result the object score's token, rows 1.. the mask tokens.
+  // Row 0 of each final_tokens the object score's token, rows 1.. the mask tokens asked for.
   std::vector<int64_t> mask_rows{kObjectScoreToken};
-  for (int64_t t = 0; t < num_mask_tokens_; ++t) mask_rows.push_back(kFirstMaskToken + t);
-  const std::vector<Tensor> mask_tokens = low_rank_->final_tokens(kept, mask_rows, image.low_rank, threads);
+  for (int64_t t = first; t < num_mask_tokens_; ++t) mask_rows.push_back(kFirstMaskToken + t);
+  const std::vector<Tensor> final_tokens = low_rank_->final_tokens(kept, mask_rows, image.low_rank, threads);
   // The first ConvTranspose of each prompt's factored rows: row_scale * (shared
   // taps) + coef (basis taps) + (bias taps + the layer's bias), then the scatter.
   const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
   const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4;
   std::vector<Tensor> hypers, basis_taps, bias_taps;
   for (size_t u = 0; u < kept.size(); ++u) {
-    hypers.push_back(mask_heads(mask_tokens[u], 0, 1, *upscaled[u]));
+    hypers.push_back(mask_heads(final_tokens[u], 0, 1, *upscaled[u]));
     const LowRankKeys& k = kept[u]->keys;
     const int64_t r = k.basis.dim(0);
     Tensor basis = Tensor::uninitialized({r, taps}), bias = Tensor::uninitialized({1, taps});

@@ -14,13 +14,20 @@
 
 namespace sam2rt {
 
-// MaskDecoder.predict_masks for one prompt: every mask token's low-res logits and
-// IoU, before any selection.
+// MaskDecoder.predict_masks for one prompt: the low-res logits of the mask
+// tokens asked for (MaskTokens) and every mask token's IoU, before any selection.
 struct MaskDecoderOutput {
-  Tensor masks;                    // [T, L, L], T = num_multimask_outputs + 1 mask tokens
+  Tensor masks;                    // [T - first_mask_token, L, L], T = num_multimask_outputs + 1 mask tokens
+  int64_t first_mask_token = 0;    // the token of masks' first row
   Tensor iou;                      // [T] (sigmoid applied)
   float object_score_logit = 0;    // with the masks: 0 where the IoU filter skipped them
 };
+
+// The mask tokens whose logits a prediction computes: all of them, or only
+// tokens 1..T-1, all a multimask prediction selects (MaskDecoder.forward's
+// masks[:, 1:]); token 0's final attention, hypernetwork and mask products are
+// then skipped.
+enum class MaskTokens { kAll, kMultimaskOnly };
 
 // Asked with the prompt's IoU predictions [T] before the upscaling: false when
 // none of its masks will be read, and the mask tokens, the object score and the
@@ -58,26 +65,31 @@ class MaskDecoder {
 
   // sparse [1, N, C] (N may be 0); `input` is image.no_mask or prepare_dense's result.
   MaskDecoderOutput predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                  const Tensor& sparse, int threads, const MasksWanted& wanted = {}) const;
+                                  const Tensor& sparse, int threads, const MasksWanted& wanted = {},
+                                  MaskTokens mask_tokens = MaskTokens::kAll) const;
   // A prompt without mask input: the low-rank form (LowRankTwoWayTransformer)
   // where it applies, else predict_masks(image, image.no_mask, ...). The result
   // does not depend on `threads`.
   MaskDecoderOutput predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
-                                  const MasksWanted& wanted = {}) const;
+                                  const MasksWanted& wanted = {}, MaskTokens mask_tokens = MaskTokens::kAll) const;
   // Several prompts without mask input in lockstep (LowRankTwoWayTransformer's
   // group forward, then the upscaling a band of rows at a time for all of them):
   // the per-image arrays are read once per group instead of once per prompt.
-  // Output g equals predict_masks(image, sparse[g], threads, wanted) bit for bit.
+  // Output g equals predict_masks(image, sparse[g], threads, wanted, mask_tokens) bit for bit.
   std::vector<MaskDecoderOutput> predict_masks(const DecoderImageState& image, const std::vector<Tensor>& sparse,
-                                               int threads, const MasksWanted& wanted = {}) const;
+                                               int threads, const MasksWanted& wanted = {},
+                                               MaskTokens mask_tokens = MaskTokens::kAll) const;
 
  private:
   Tensor tokens(const Tensor& sparse) const;
   // The IoU head on the final IoU token [1, C].
   void iou_head(const Tensor& iou_token, MaskDecoderOutput& result) const;
+  // The first mask token computed (0 or 1).
+  static int64_t first_mask_token(MaskTokens mask_tokens) { return mask_tokens == MaskTokens::kAll ? 0 : 1; }
   // The object-score head on row object_row of the final tokens, and the
-  // hypernetworks on the mask tokens from row first_mask_row: returns each
-  // mask's weights of the upscaled map's channels [M, C/8].
+  // hypernetworks on the mask tokens result.first_mask_token.. from row
+  // first_mask_row: returns each mask's weights of the upscaled map's channels
+  // [M, C/8].
   Tensor mask_heads(const Tensor& final_tokens, int64_t object_row, int64_t first_mask_row,
                     MaskDecoderOutput& result) const;
   // The upscaling pass of one or more prompts (hypers[g], results[g]);

@@ -27,11 +27,11 @@ float stability_score(const float* logits, int64_t count, double delta) {
 MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const float* iou, int num_tokens,
                                  bool multimask, const ModelConfig& config) {
   MaskSelection selection;
-  selection.stability_score_token0 = stability_score(all_logits, pixels, config.stability_delta);
   if (multimask) {
     for (int t = 1; t < num_tokens; ++t) selection.token_indices.push_back(t);
     return selection;
   }
+  selection.stability_score_token0 = stability_score(all_logits, pixels, config.stability_delta);
   // torch compares the float32 scores with the threshold in float32.
   if (selection.stability_score_token0 >= static_cast<float>(config.stability_thresh)) {
     selection.single_mask_token_used = true;

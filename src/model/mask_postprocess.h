@@ -15,14 +15,15 @@ float stability_score(const float* logits, int64_t count, double delta);
 // Which mask tokens SAM2ImagePredictor.predict returns.
 struct MaskSelection {
   std::vector<int> token_indices;     // multimask: 1..T-1; single mask: {0} or the fallback token
-  float stability_score_token0 = 0;   // of token 0's logits (always computed)
+  float stability_score_token0 = 0;   // of token 0's logits (single mask only)
   bool single_mask_token_used = false;
 };
 
 // multimask: tokens 1..T-1. Otherwise (build_sam2's dynamic_multimask_via_stability):
 // token 0 if its stability score >= config.stability_thresh, else the token among
 // 1..T-1 with the highest IoU (first on ties).
-// all_logits: T maps of `pixels` values each; iou: T values.
+// all_logits: T maps of `pixels` values each (multimask: not read, and may be
+// null); iou: T values.
 MaskSelection select_mask_tokens(const float* all_logits, int64_t pixels, const float* iou, int num_tokens,
                                  bool multimask, const ModelConfig& config);
 

@@ -119,6 +119,7 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
       return false;
     };
   }
+  const MaskTokens tokens = multimask ? MaskTokens::kMultimaskOnly : MaskTokens::kAll;
   std::vector<MaskDecoderOutput> decoded;
   if (image.on_device()) {
     decoded = decode_on_device(image.device(), prompts, results, count);
@@ -132,11 +133,11 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
   } else if (count == 1 && !prompts[0].mask_input.empty()) {
     const DecoderImageState& cpu = image.cpu();
     const TransformerImageInput input = mask_decoder_.prepare_dense(cpu, results[0].dense_embeddings, threads);
-    decoded.push_back(mask_decoder_.predict_masks(cpu, input, results[0].sparse_embeddings, threads));
+    decoded.push_back(mask_decoder_.predict_masks(cpu, input, results[0].sparse_embeddings, threads, {}, tokens));
   } else {
     std::vector<Tensor> sparse(count);
     for (size_t g = 0; g < count; ++g) sparse[g] = results[g].sparse_embeddings;
-    decoded = mask_decoder_.predict_masks(image.cpu(), sparse, threads, wanted);
+    decoded = mask_decoder_.predict_masks(image.cpu(), sparse, threads, wanted, tokens);
   }
 
   const int num_tokens = mask_decoder_.num_mask_tokens();
@@ -150,7 +151,10 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
       // The upscaling was skipped (multimask only): the selection is tokens 1..T-1, without masks.
       for (int t = 1; t < num_tokens; ++t) r.token_indices.push_back(t);
     } else {
-      r.all_low_res_logits = decoded[g].masks.reshaped({1, num_tokens, l, l});
+      const int64_t first = decoded[g].first_mask_token;
+      r.all_low_res_logits = decoded[g].masks.reshaped({1, num_tokens - first, l, l});
+      r.all_low_res_first_token = static_cast<int>(first);
+      if (!multimask && first != 0) throw Error("a single-mask prediction needs every mask token");
       const MaskSelection selection =
           select_mask_tokens(decoded[g].masks.data(), pixels, all_iou, num_tokens, multimask, config_);
       r.token_indices = selection.token_indices;
@@ -163,7 +167,7 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
         }
       }
       r.low_res_masks =
-          decoded[g].masks.rows(r.token_indices.front(), static_cast<int64_t>(r.token_indices.size()));
+          decoded[g].masks.rows(r.token_indices.front() - first, static_cast<int64_t>(r.token_indices.size()));
     }
     for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
   }

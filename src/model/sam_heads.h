@@ -31,10 +31,12 @@ struct MaskPrediction {
   Tensor sparse_embeddings;            // [1, N, C]
   Tensor dense_embeddings;             // [1, C, E, E]; one shared read-only tensor for all prompts without mask input;
                                      // empty for a mask input decoded on a device (computed there)
-  Tensor all_low_res_logits;           // [1, T, L, L], every mask token before selection
+  Tensor all_low_res_logits;           // [1, T', L, L], the mask tokens decoded, before selection: all T, or
+                                     // (a multimask prediction on the CPU) 1..T-1, the only ones it selects
+  int all_low_res_first_token = 0;     // the token of all_low_res_logits' first map
   std::vector<float> all_iou;          // T
   std::vector<int> token_indices;      // the mask token behind each returned mask
-  float stability_score_token0 = 0;
+  float stability_score_token0 = 0;   // single mask only
   bool single_mask_token_used = false;
 };
 

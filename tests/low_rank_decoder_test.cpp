@@ -11,11 +11,13 @@
 
 #include "decoder_goldens.h"
 #include "simd_levels.h"
+#include "core/error.h"
 #include "kernels/column_softmax_blocks.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_head_products.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
+#include "kernels/few_vector_dots.h"
 #include "kernels/gemm.h"
 #include "model/mask_decoder.h"
 #include "model/prompt_encoder.h"
@@ -55,6 +57,27 @@ TEST(LowRankDecoderKernels, HeadDotsMatchReference) {
   double dot = 0;
   for (int64_t d = 0; d < head_dim; ++d) dot += x[5 * ldx + 1 * head_dim + d] * vectors[(1 * per_head + 2) * head_dim + d];
   EXPECT_NEAR(got[5 * (heads * per_head + 1) + 1 * per_head + 2], dot, 1e-6);
+}
+
+// The IoU token's final-attention scores (8 vectors over 114 basis
+// coefficients) and fewer vectors; 29 rows: three blocks of eight and a tail,
+// strided, the columns past count untouched; accumulating and not.
+TEST(LowRankDecoderKernels, FewVectorDotsMatchReference) {
+  const int64_t rows = 29, k = 114, ldx = k + 3, ldo = kMaxFewVectors + 2;
+  const Tensor x = random_tensor({rows, ldx}, 11), vectors = random_tensor({kMaxFewVectors, k}, 12);
+  for (const int64_t count : {int64_t{8}, int64_t{5}, int64_t{1}})
+    for (const bool accumulate : {false, true}) {
+      Tensor got = random_tensor({rows, ldo}, 13), want = got.clone();
+      FewVectorDotsArgs args{.rows = rows, .k = k, .count = count, .x = x.data(), .ldx = ldx,
+                             .vectors = vectors.data(), .out = got.data(), .ldo = ldo, .accumulate = accumulate};
+      few_vector_dots(args);
+      args.out = want.data();
+      few_vector_dots_reference(args);
+      EXPECT_LE(max_abs_error(got, want), 1e-4) << count << " " << accumulate;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = count; j < ldo; ++j) EXPECT_EQ(got[i * ldo + j], want[i * ldo + j]);
+    }
+  EXPECT_THROW(few_vector_dots({.rows = 1, .k = 1, .count = kMaxFewVectors + 1}), Error);
 }
 
 // The decoder's own shapes (16-channel heads, 1 to 8 tokens each), on every

@@ -11,6 +11,7 @@
 #include "kernels/decoder_head_products.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/decoder_threads.h"
+#include "kernels/few_vector_dots.h"
 #include "kernels/gemm.h"
 #include "kernels/small_rows_linear.h"
 #include "kernels/softmax.h"
@@ -299,8 +300,14 @@ class FactoredRowsAttention {
                    x_.keys_const.data() + r0 * width, width, rows, width, keys, width);
     head_dots({.rows = rows, .heads = heads, .head_dim = width / heads, .per_head = pairs / heads, .x = keys,
                .ldx = width, .vectors = queries_[g].data(), .out = scores, .ldo = pairs});
-    gemm({.m = rows, .n = pairs, .k = r, .a = prompts_[g].coef + r0 * ldc, .lda = ldc, .b = basis_scores_[g].data(),
-          .ldb = r, .b_transposed = true, .c = scores, .ldc = pairs, .accumulate = true});
+    if (pairs <= kMaxFewVectors) {
+      few_vector_dots({.rows = rows, .k = r, .count = pairs, .x = prompts_[g].coef + r0 * ldc, .ldx = ldc,
+                       .vectors = basis_scores_[g].data(), .out = scores, .ldo = pairs, .accumulate = true});
+    } else {
+      gemm({.m = rows, .n = pairs, .k = r, .a = prompts_[g].coef + r0 * ldc, .lda = ldc,
+            .b = basis_scores_[g].data(), .ldb = r, .b_transposed = true, .c = scores, .ldc = pairs,
+            .accumulate = true});
+    }
     partials_[g].add_block(r0 / kImageRowBlock, scores, rows, prompts_[g].row_scale->data() + r0,
                            x_.values_shared.data() + r0 * width, prompts_[g].coef + r0 * ldc, ldc);
   }

@@ -79,17 +79,23 @@ void BM_DecoderHeadWeightedSums(benchmark::State& state) {
 }
 BENCHMARK(BM_DecoderHeadWeightedSums)->Arg(0)->Arg(1);
 
-// 4 mask vectors times a band of 2048 upscaled pixels of 32 channels.
+// The last steps of the upscaling for one input row of the second
+// ConvTranspose (128 pixels: two output rows of 256) and 3 masks (a multimask
+// prediction's): fused (arg 0) and unfused (arg 1).
 void BM_DecoderMaskProducts(benchmark::State& state) {
-  const int64_t masks = 4, channels = 32, pixels = 2048;
-  const Tensor hyper = random_tensor({masks, channels}, 8), up = random_tensor({pixels, channels}, 9);
-  Tensor out({masks, pixels});
+  const int64_t masks = 3, channels = 32, w = 128;
+  const Tensor hyper = random_tensor({masks, channels}, 8), taps = random_tensor({4 * channels, w}, 9);
+  const Tensor skip = random_tensor({4 * channels, w}, 10), bias = random_tensor({channels}, 11);
+  Tensor out({masks, 4 * w});
+  std::vector<float> scratch(static_cast<size_t>(w));
+  const UpscaledMaskProductsArgs args{.taps = taps.data(), .ld_taps = w, .w = w, .cout = channels,
+                                      .bias = bias.data(), .skip = skip.data(), .hyper = hyper.data(),
+                                      .masks = masks, .out = out.data(), .ldo = 4 * w, .scratch = scratch.data()};
   for (auto _ : state) {
     if (state.range(0) == 0) {
-      gemm({.m = masks, .n = pixels, .k = channels, .a = hyper.data(), .lda = channels, .b = up.data(),
-            .ldb = channels, .b_transposed = true, .c = out.data(), .ldc = pixels});
+      upscaled_mask_products(args);
     } else {
-      mask_products(hyper.data(), masks, channels, up.data(), pixels, out.data(), pixels);
+      upscaled_mask_products_unfused(args);
     }
     benchmark::DoNotOptimize(out.data());
   }

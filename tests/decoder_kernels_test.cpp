@@ -3,12 +3,14 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/bilinear_resize.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/decoder_rows.h"
+#include "kernels/layout.h"
 #include "kernels/norm.h"
 #include "kernels/mask_products.h"
 #include "kernels/patch_conv.h"
@@ -82,47 +84,57 @@ TEST(DecoderKernels, SmallRowsLinearMatchesReference) {
   EXPECT_FALSE(small_rows_linear_applies(65));
 }
 
-// SAM 2.1's shape (4 masks of 32 channels: the four-pixel path and a tail), fewer
-// masks, and another width (the GEMM path); rows of out past `count` untouched.
-TEST(DecoderKernels, MaskProductsMatchReference) {
-  struct Case {
-    int64_t masks, channels, count;
-  };
-  for (const Case c : {Case{4, 32, 203}, Case{3, 32, 64}, Case{1, 32, 7}, Case{4, 24, 50}}) {
-    const int64_t ldo = c.count + 3;
-    const Tensor hyper = random_tensor({c.masks, c.channels}, 51), pixels = random_tensor({c.count, c.channels}, 52);
-    Tensor got = Tensor::filled({c.masks, ldo}, 5.0f), want = got.clone();
-    mask_products(hyper.data(), c.masks, c.channels, pixels.data(), c.count, got.data(), ldo);
-    mask_products_reference(hyper.data(), c.masks, c.channels, pixels.data(), c.count, want.data(), ldo);
-    EXPECT_LE(max_relative_error(got, want), 2e-6) << c.masks << " masks, " << c.channels << " channels";
-    for (int64_t m = 0; m < c.masks; ++m) EXPECT_EQ(got[m * ldo + c.count], 5.0f);
-  }
-}
-
-// The fused path (AVX-512, 32 channels, up to 4 masks, even widths) against the
-// unfused steps, bit for bit, with values reaching GELU's tails; other shapes
-// take the unfused steps themselves. Pixels of out past each row untouched.
-TEST(DecoderKernels, UpscaledMaskProductsEqualTheUnfusedSteps) {
+// SAM 2.1's shapes (32 channels, 128 input pixels a row, 3 or 4 masks: the
+// fused path on AVX-512), fewer masks, and shapes only the unfused steps take
+// (other widths and channel counts), with values reaching GELU's tails, both
+// paths against the plain loops; the pixels of out past each row untouched.
+TEST(DecoderKernels, UpscaledMaskProductsMatchReference) {
   struct Case {
     int64_t w, cout, masks;
   };
-  for (const Case c : {Case{128, 32, 4}, Case{8, 32, 3}, Case{6, 32, 1}, Case{5, 32, 4}, Case{4, 24, 4}}) {
-    const int64_t out_w = 2 * c.w, ldo = 2 * out_w + 5;
-    Tensor taps = random_tensor({c.w, 4 * c.cout}, 61);
+  for (const Case c : {Case{128, 32, 4}, Case{128, 32, 3}, Case{16, 32, 1}, Case{6, 32, 4}, Case{16, 24, 2},
+                       Case{16, 32, 5}}) {
+    const int64_t out_w = 2 * c.w, ldo = 2 * out_w + 5, ld_taps = c.w + 3;
+    Tensor taps = random_tensor({4 * c.cout, ld_taps}, 61);
     for (int64_t i = 0; i < taps.numel(); i += 7) taps[i] *= 12.0f;
-    const Tensor bias = random_tensor({c.cout}, 62), skip = random_tensor({2, out_w, c.cout}, 63);
+    const Tensor bias = random_tensor({c.cout}, 62), skip = random_tensor({4 * c.cout, c.w}, 63);
     const Tensor hyper = random_tensor({c.masks, c.cout}, 64);
-    std::vector<float> scratch(static_cast<size_t>(2 * out_w * c.cout));
-    Tensor got = Tensor::filled({c.masks, ldo}, 5.0f), want = got.clone();
-    UpscaledMaskProductsArgs args{.taps = taps.data(), .w = c.w, .cout = c.cout, .bias = bias.data(),
-                                  .skip = skip.data(), .hyper = hyper.data(), .masks = c.masks, .out = got.data(),
-                                  .ldo = ldo, .scratch = scratch.data()};
+    std::vector<float> scratch(static_cast<size_t>(c.w));
+    Tensor fused = Tensor::filled({c.masks, ldo}, 5.0f), unfused = fused.clone(), want = fused.clone();
+    UpscaledMaskProductsArgs args{.taps = taps.data(), .ld_taps = ld_taps, .w = c.w, .cout = c.cout,
+                                  .bias = bias.data(), .skip = skip.data(), .hyper = hyper.data(), .masks = c.masks,
+                                  .out = fused.data(), .ldo = ldo, .scratch = scratch.data()};
     upscaled_mask_products(args);
-    args.out = want.data();
+    args.out = unfused.data();
     upscaled_mask_products_unfused(args);
-    EXPECT_TRUE(same_bits(got, want)) << c.w << " wide, " << c.cout << " channels, " << c.masks << " masks";
-    for (int64_t m = 0; m < c.masks; ++m) EXPECT_EQ(got[m * ldo + 2 * out_w], 5.0f);
+    args.out = want.data();
+    upscaled_mask_products_reference(args);
+    // Each output a sum of cout products: float roundings and GELU's 2.5e-7 * max(1, |x|) each.
+    const std::string shape = std::to_string(c.w) + " wide, " + std::to_string(c.cout) + " channels, " +
+                              std::to_string(c.masks) + " masks";
+    EXPECT_LE(max_relative_error(fused, want), 1e-5) << shape;
+    EXPECT_LE(max_relative_error(unfused, want), 1e-5) << shape;
+    for (int64_t m = 0; m < c.masks; ++m) {
+      EXPECT_EQ(fused[m * ldo + 2 * out_w], 5.0f) << shape;
+      EXPECT_EQ(unfused[m * ldo + 2 * out_w], 5.0f) << shape;
+    }
   }
+}
+
+// Output pixel (2i + dy, 2j + dx) of channel c lands in tap row (dy * 2 + dx) * C + c of grid row i.
+TEST(DecoderKernels, NchwAs2x2TapsPlacesEachPixel) {
+  const int64_t c = 3, h = 2, w = 5;
+  const Tensor nchw = random_tensor({1, c, 2 * h, 2 * w}, 65);
+  Tensor taps({h, 4 * c, w});
+  nchw_to_2x2_taps_into(nchw, taps);
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < 2 * h; ++y)
+      for (int64_t x = 0; x < 2 * w; ++x) {
+        const int64_t t = (y % 2 * 2 + x % 2) * c + ch;
+        EXPECT_EQ(taps[((y / 2) * 4 * c + t) * w + x / 2], nchw[(ch * 2 * h + y) * 2 * w + x]);
+      }
+  Tensor wrong({h, 4 * c, w - 1});
+  EXPECT_THROW(nchw_to_2x2_taps_into(nchw, wrong), Error);
 }
 
 TEST(DecoderKernels, ConvTranspose2x2MatchesReference) {

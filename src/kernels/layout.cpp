@@ -63,4 +63,24 @@ void nchw_to_hwc_into(const Tensor& nchw, Tensor& hwc) {
   transpose(nchw.data(), hwc.data(), nchw.dim(1), nchw.dim(2) * nchw.dim(3));
 }
 
+void nchw_to_2x2_taps_into(const Tensor& nchw, Tensor& taps) {
+  if (nchw.rank() != 4 || nchw.dim(0) != 1 || nchw.dim(2) % 2 != 0 || nchw.dim(3) % 2 != 0) {
+    throw Error("nchw_to_2x2_taps: expected [1, C, 2H, 2W], got " + shape_to_string(nchw.shape()));
+  }
+  if (taps.numel() != nchw.numel()) {
+    throw Error("nchw_to_2x2_taps: output " + shape_to_string(taps.shape()) + " does not hold " +
+                shape_to_string(nchw.shape()));
+  }
+  const int64_t c = nchw.dim(1), h = nchw.dim(2) / 2, w = nchw.dim(3) / 2;
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < 2 * h; ++y) {
+      const float* const src = nchw.data() + (ch * 2 * h + y) * 2 * w;
+      const int64_t i = y / 2, dy = y % 2;
+      for (int64_t dx = 0; dx < 2; ++dx) {
+        float* const dst = taps.data() + ((i * 4 * c) + (dy * 2 + dx) * c + ch) * w;
+        for (int64_t j = 0; j < w; ++j) dst[j] = src[2 * j + dx];
+      }
+    }
+}
+
 }  // namespace sam2rt

@@ -13,4 +13,11 @@ void hwc_to_nchw_into(const Tensor& hwc, Tensor& nchw);
 // nchw_to_hwc into a caller-provided tensor of C*H*W elements ([H, W, C] or [H*W, C]).
 void nchw_to_hwc_into(const Tensor& nchw, Tensor& hwc);
 
+// [1, C, 2H, 2W] as the planar taps of a 2x2, stride-2 ConvTranspose's output
+// (kernels/mask_products.h): row i of the input grid's 4C tap rows
+// t = (dy * 2 + dx) * C + c, each W wide,
+//   taps[(i * 4C + t) * W + j] = nchw[c, 2i + dy, 2j + dx],
+// into a caller-provided tensor of C*2H*2W elements.
+void nchw_to_2x2_taps_into(const Tensor& nchw, Tensor& taps);
+
 }  // namespace sam2rt

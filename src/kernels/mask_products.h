@@ -4,41 +4,36 @@
 
 namespace sam2rt {
 
-// The mask decoder's last step: each mask token's hypernetwork vector dotted with
-// every pixel of the upscaled map,
-//   out[m * ldo + p] = sum_c hyper[m * channels + c] * pixels[p * channels + c],
-// for `masks` vectors over `count` pixels ([count, channels], channels last).
-// SAM 2.1's shape (4 masks, 32 channels) goes four pixels at a time with every
-// product in registers and one reduction tree for their 16 sums; a GEMM call with
-// M = 4 spent more time on its blocking than on the 262,144 products of a band.
-void mask_products(const float* hyper, int64_t masks, int64_t channels, const float* pixels, int64_t count,
-                   float* out, int64_t ldo);
-
-// The upscaling's last steps for one input row of its second ConvTranspose
-// (2x2, stride 2): each of the two output rows' 2w pixels is its tap (taps
-// [w, 4 * cout], conv_transpose_2x2_taps_hwc) plus bias, plus the same pixel of
-// skip ([2, 2w, cout]), then GELU, then its mask products (as mask_products,
-// out[m * ldo + dy * 2w + x]). The same bits as scatter_2x2_taps,
-// gelu_exact_inplace and mask_products in turn, which is what it runs where no
-// fused path applies, in scratch (2 * 2w * cout floats); the fused path (AVX-512,
-// SAM 2.1's 32 channels and up to 4 masks) keeps each pixel in registers.
+// The mask decoder's last steps for one input row of its second ConvTranspose
+// (2x2, stride 2): each pixel of the two output rows the row makes is its tap
+// plus bias plus the same pixel of the skip connection (feat_s0), then GELU,
+// then its dot with each mask token's hypernetwork vector:
+//   out[m * ldo + dy * 2w + 2j + dx] = sum_c hyper[m, c] GELU((taps[t, j] + bias[c]) + skip[t, j]),
+//   t = (dy * 2 + dx) * cout + c.
+// Taps are planar, [4 * cout, w] (row stride ld_taps: the band's GEMM W^T x^T),
+// and so is skip ([4 * cout, w], row stride w: nchw_to_2x2_taps of feat_s0):
+// a register holds one channel of 16 pixels, so each mask's sum over the
+// channels is a chain of multiply-adds with its weights broadcast, with no
+// reduction across lanes.
 struct UpscaledMaskProductsArgs {
   const float* taps;
-  int64_t w, cout;
-  const float* bias;  // [cout]
+  int64_t ld_taps, w, cout;
+  const float* bias;   // [cout]
   const float* skip;
   const float* hyper;  // [masks, cout]
   int64_t masks;
   float* out;
   int64_t ldo;
-  float* scratch;
+  float* scratch;      // w floats (the unfused path's)
 };
-void upscaled_mask_products(const UpscaledMaskProductsArgs& a);
-// The unfused steps, whatever the CPU: what the fused path is tested against.
-void upscaled_mask_products_unfused(const UpscaledMaskProductsArgs& a);
-
-// The plain loops (double sums) it is tested against.
-void mask_products_reference(const float* hyper, int64_t masks, int64_t channels, const float* pixels,
-                             int64_t count, float* out, int64_t ldo);
+// AVX-512 CPUs run SAM 2.1's shape (32 channels, up to 4 masks, w a multiple
+// of 16) fused, a pixel's values in registers from the tap to the products;
+// anything else the unfused steps.
+void upscaled_mask_products(const UpscaledMaskProductsArgs& args);
+// A channel's row of values at a time (gelu_exact_inplace), then its products
+// added to out.
+void upscaled_mask_products_unfused(const UpscaledMaskProductsArgs& args);
+// The plain loops (libm's GELU, double sums) both are tested against.
+void upscaled_mask_products_reference(const UpscaledMaskProductsArgs& args);
 
 }  // namespace sam2rt

@@ -75,7 +75,11 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, co
   upscale0_b_ = weights.at(p + "output_upscaling.0.bias");
   upscale_norm_w_ = weights.at(p + "output_upscaling.1.weight");
   upscale_norm_b_ = weights.at(p + "output_upscaling.1.bias");
-  upscale3_taps_ = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.3.weight"));
+  const Tensor upscale3_taps = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.3.weight"));
+  const int64_t up1_c = upscale3_taps.dim(0), taps3 = upscale3_taps.dim(1);
+  upscale3_taps_t_ = Tensor::uninitialized({taps3, up1_c});
+  for (int64_t c = 0; c < up1_c; ++c)
+    for (int64_t t = 0; t < taps3; ++t) upscale3_taps_t_[t * up1_c + c] = upscale3_taps[c * taps3 + t];
   upscale3_b_ = weights.at(p + "output_upscaling.3.bias");
   for (int i = 0; i < num_mask_tokens_; ++i) {
     hypernetworks_.push_back(DecoderMlp::load(weights, p + "output_hypernetworks_mlps." + std::to_string(i), 3));
@@ -104,9 +108,10 @@ DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, co
   DecoderImageState image{.image_embed = channels_last(features.image_embed),
                           .no_mask = {},
                           .feat_s1 = channels_last(features.feat_s1),
-                          .feat_s0 = channels_last(features.feat_s0),
+                          .feat_s0_taps = BufferPool::shared().tensor({features.feat_s0.numel()}),
                           .low_rank = {},
                           .upscale0_shared = {}};
+  nchw_to_2x2_taps_into(features.feat_s0, image.feat_s0_taps);
   image.no_mask = prepare_dense(image, no_mask_dense, threads);
   if (low_rank_) {
     image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);
@@ -179,7 +184,7 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
     const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e;
     float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
     float* const up1 = thread_scratch(1, up1_pixels * up1_c);
-    float* const up = thread_scratch(2, 2 * l * up_c);
+    float* const up = thread_scratch(2, 2 * e);
     for (size_t g = 0; g < results.size(); ++g) {
       first_conv(g, i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
       // The elementwise steps a map row at a time, while the row is in L1.
@@ -190,15 +195,17 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
                             kLayerNorm2dEps);
         gelu_exact_inplace(row, up1_row);
       }
-      // The second ConvTranspose's products for the band, then per row of its
-      // input the two rows of the 4E x 4E map it makes (+ bias + feat_s0), GELU
-      // and the mask products, pixel by pixel.
-      const int64_t taps = upscale3_taps_.dim(1);
-      conv_transpose_2x2_taps_hwc(up1, up1_rows, 2 * e, up1_c, upscale3_taps_, scratch);
+      // The second ConvTranspose's products for the band as planar taps (a row
+      // per tap and channel), then per row of its input the two rows of the
+      // 4E x 4E map it makes (+ bias + feat_s0), GELU and the mask products.
+      const int64_t taps = upscale3_taps_t_.dim(0);
+      gemm({.m = taps, .n = up1_rows * 2 * e, .k = up1_c, .a = upscale3_taps_t_.data(), .lda = up1_c, .b = up1,
+            .ldb = up1_c, .b_transposed = true, .c = scratch, .ldc = up1_rows * 2 * e});
       for (int64_t r = 0; r < up1_rows; ++r) {
         const int64_t first_pixel = (4 * i0 + 2 * r) * l;
-        upscaled_mask_products({.taps = scratch + r * 2 * e * taps, .w = 2 * e, .cout = up_c,
-                                .bias = upscale3_b_.data(), .skip = image.feat_s0.data() + first_pixel * up_c,
+        upscaled_mask_products({.taps = scratch + r * 2 * e, .ld_taps = up1_rows * 2 * e, .w = 2 * e, .cout = up_c,
+                                .bias = upscale3_b_.data(),
+                                .skip = image.feat_s0_taps.data() + (2 * i0 + r) * taps * 2 * e,
                                 .hyper = hypers[g]->data(), .masks = hypers[g]->dim(0),
                                 .out = results[g]->masks.data() + first_pixel, .ldo = pixels, .scratch = up});
       }

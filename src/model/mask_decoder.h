@@ -39,7 +39,7 @@ struct DecoderImageState {
   Tensor image_embed;              // [E*E, C]
   TransformerImageInput no_mask;   // for prompts without a mask input (src = image_embed + no_mask_embed)
   Tensor feat_s1;                  // [(2E)^2, C/4]
-  Tensor feat_s0;                  // [(4E)^2, C/8]
+  Tensor feat_s0_taps;             // feat_s0 as the second ConvTranspose's planar taps [2E, 4 * C/8, 2E]
   // For prompts without a mask input, when the low-rank form applies (else empty):
   LowRankImage low_rank;           // its final_shared already projected into upscale0_shared, then dropped
   Tensor upscale0_shared;          // final_shared through the first ConvTranspose's taps [E*E, 4 * C/4]
@@ -95,7 +95,7 @@ class MaskDecoder {
   // The upscaling pass of one or more prompts (hypers[g], results[g]);
   // first_conv(g, i0, rows, skip, up1, scratch) writes prompt g's first
   // ConvTranspose output (bias included) plus skip (those rows of feat_s1) for
-  // the E-grid rows [i0, i0 + rows).
+  // the E-grid rows [i0, i0 + rows), channels last.
   template <typename FirstConv>
   void upscale(const DecoderImageState& image, const std::vector<const Tensor*>& hypers, FirstConv first_conv,
                const std::vector<MaskDecoderOutput*>& results, int threads) const;
@@ -106,7 +106,8 @@ class MaskDecoder {
   Tensor obj_score_token_, iou_token_, mask_tokens_;
   TwoWayTransformer transformer_;
   std::optional<LowRankTwoWayTransformer> low_rank_;
-  Tensor upscale0_taps_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_taps_, upscale3_b_;
+  Tensor upscale0_taps_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_b_;
+  Tensor upscale3_taps_t_;  // the second ConvTranspose's taps as rows [4 * C/8, C/4], row (dy*2+dx)*C/8+o
   std::vector<DecoderMlp> hypernetworks_;
   DecoderMlp iou_head_;
   DecoderMlp obj_score_head_;

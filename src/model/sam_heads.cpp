@@ -21,8 +21,9 @@ namespace {
 // groups of 4 (docs/PERFORMANCE.md, session 24).
 constexpr size_t kMaxPromptsInLockstep = 16;
 
-// Prompts per thread decoded one at a time at the end of a batch (decode_in_groups):
-// one, since groups of up to 16 (tiny_g16 ~1.3% faster than with two; none: slower).
+// Prompts per thread decoded one at a time at the end of a batch with the IoU
+// filter (decode_in_groups): one, since groups of up to 16 (tiny_g16 ~1.3%
+// faster than with two; none: slower).
 constexpr size_t kSingleTailPerThread = 1;
 
 // Appends groups covering prompts [first, first + count): as few as hold at
@@ -226,11 +227,14 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
                                       then);
   }
   // Consecutive prompts without mask input in groups decoded in lockstep; a
-  // prompt with a mask input alone (its image side is its own). The last
-  // prompts of the batch go one at a time: a prompt whose upscaling is skipped
-  // costs about half of one whose is not, so whole groups at the end would leave
-  // a thread idle for up to a group's time while the other finishes.
-  const size_t single_tail = kSingleTailPerThread * static_cast<size_t>(std::max(threads, 1));
+  // prompt with a mask input alone (its image side is its own). With the IoU
+  // filter the last prompts of the batch go one at a time: a prompt whose
+  // upscaling is skipped costs about half of one whose is not, so whole groups
+  // at the end would leave a thread idle for up to a group's time while the
+  // other finishes. Without it every prompt costs the same, the groups are even,
+  // and a prompt alone costs more than in a group.
+  const size_t single_tail =
+      skip_masks_iou_at_most ? kSingleTailPerThread * static_cast<size_t>(std::max(threads, 1)) : 0;
   const size_t lockstep_end = prompts.size() > single_tail ? prompts.size() - single_tail : 0;
   std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = 0; i < prompts.size();) {

@@ -16,7 +16,7 @@ void gelu_exact_inplace(float* x, int64_t count);
 // double from 256 degree-6 pieces looked up per element and give identical bits;
 // kAvx512 holds 16 degree-13 pieces in registers (no gathers) and may differ from
 // them in the last bit; all three are within one ulp. kAvx512Float evaluates 32
-// degree-7 pieces in single precision, 16 lanes at a time: absolute error within
+// degree-5 pieces in single precision, 16 lanes at a time: absolute error within
 // 2.5e-7 * max(1, |x|) (up to ~10 ulp relative, more where Phi is tiny).
 // kAvx2Float evaluates in single precision 8 lanes at a time, from 8 degree-7
 // pieces of Phi's tail (Phi(x) for x < 0, 1 - Phi(-x) otherwise), within the same

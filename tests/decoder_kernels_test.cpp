@@ -160,6 +160,20 @@ TEST(DecoderKernels, ConvTranspose2x2PlacesEachTap) {
   EXPECT_EQ(y[3], 14.0f);
 }
 
+// Row (dy*2+dx)*Cout+o of the tap rows holds weight[c, o, dy, dx] in column c.
+TEST(DecoderKernels, ConvTranspose2x2TapRowsHoldEachWeight) {
+  const int64_t cin = 5, cout = 3;
+  const Tensor weight = random_tensor({cin, cout, 2, 2}, 8);
+  const Tensor rows = pack_conv_transpose_2x2_tap_rows(weight);
+  ASSERT_EQ(rows.shape(), (Shape{4 * cout, cin}));
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t tap = 0; tap < 4; ++tap) {
+        EXPECT_EQ(rows[(tap * cout + o) * cin + c], weight[(c * cout + o) * 4 + tap]);
+      }
+  EXPECT_THROW(pack_conv_transpose_2x2_tap_rows(random_tensor({cin, cout, 3, 3}, 9)), Error);
+}
+
 TEST(DecoderKernels, ConvTranspose2x2ChannelsLastBandsMatchReference) {
   // A 5 x 7 map with 12 channels, converted in bands of 2, 2 and 1 input rows.
   const int64_t h = 5, w = 7, cin = 12, cout = 6;

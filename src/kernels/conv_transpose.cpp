@@ -71,15 +71,19 @@ void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int
     throw Error("conv_transpose_2x2_stride2_hwc: " + std::to_string(cin) + " input channels do not match taps " +
                 shape_to_string(weight_taps.shape()) + " / bias " + shape_to_string(bias.shape()));
   }
-  conv_transpose_2x2_taps_hwc(x, rows, w, cin, weight_taps, scratch);
+  // Every input pixel's four output pixels, taps [rows * W, 4 * Cout], then their places.
+  gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
+        .b_transposed = false, .c = scratch, .ldc = row_taps});
   scatter_2x2_taps(scratch, rows, w, cout, bias.empty() ? nullptr : bias.data(), add, out);
 }
 
-void conv_transpose_2x2_taps_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
-                                 float* taps) {
-  const int64_t row_taps = weight_taps.dim(1);
-  gemm({.m = rows * w, .n = row_taps, .k = cin, .a = x, .lda = cin, .b = weight_taps.data(), .ldb = row_taps,
-        .b_transposed = false, .c = taps, .ldc = row_taps});
+Tensor pack_conv_transpose_2x2_tap_rows(const Tensor& weight) {
+  const Tensor taps = pack_conv_transpose_2x2_taps(weight);
+  const int64_t cin = taps.dim(0), row_taps = taps.dim(1);
+  Tensor rows({row_taps, cin});
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t t = 0; t < row_taps; ++t) rows[t * cin + c] = taps[c * row_taps + t];
+  return rows;
 }
 
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {

@@ -19,10 +19,10 @@ Tensor conv_transpose_2x2_stride2(const Tensor& x, const Tensor& weight, const T
 Tensor pack_conv_transpose_2x2_taps(const Tensor& weight);  // [Cin, Cout, 2, 2] -> [Cin, 4 * Cout], column (dy*2+dx)*Cout+o
 void conv_transpose_2x2_stride2_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
                                     const Tensor& bias, float* out, float* scratch, const float* add = nullptr);
-// Its first step alone: every input pixel's four output pixels, taps [rows * W, 4 * Cout]
-// (kernels/decoder_rows scatter_2x2_taps places them), for callers that scatter in pieces.
-void conv_transpose_2x2_taps_hwc(const float* x, int64_t rows, int64_t w, int64_t cin, const Tensor& weight_taps,
-                                 float* taps);
+// The transpose of pack_conv_transpose_2x2_taps, [4 * Cout, Cin] with row
+// (dy*2+dx)*Cout+o: for products that write planar taps, a row per tap and
+// output channel (W^T x^T; kernels/mask_products.h).
+Tensor pack_conv_transpose_2x2_tap_rows(const Tensor& weight);
 
 // Plain loop (double accumulation) the fast path is tested against.
 Tensor conv_transpose_2x2_stride2_reference(const Tensor& x, const Tensor& weight, const Tensor& bias);

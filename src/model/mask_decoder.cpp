@@ -75,11 +75,7 @@ MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, co
   upscale0_b_ = weights.at(p + "output_upscaling.0.bias");
   upscale_norm_w_ = weights.at(p + "output_upscaling.1.weight");
   upscale_norm_b_ = weights.at(p + "output_upscaling.1.bias");
-  const Tensor upscale3_taps = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.3.weight"));
-  const int64_t up1_c = upscale3_taps.dim(0), taps3 = upscale3_taps.dim(1);
-  upscale3_taps_t_ = Tensor::uninitialized({taps3, up1_c});
-  for (int64_t c = 0; c < up1_c; ++c)
-    for (int64_t t = 0; t < taps3; ++t) upscale3_taps_t_[t * up1_c + c] = upscale3_taps[c * taps3 + t];
+  upscale3_tap_rows_ = pack_conv_transpose_2x2_tap_rows(weights.at(p + "output_upscaling.3.weight"));
   upscale3_b_ = weights.at(p + "output_upscaling.3.bias");
   for (int i = 0; i < num_mask_tokens_; ++i) {
     hypernetworks_.push_back(DecoderMlp::load(weights, p + "output_hypernetworks_mlps." + std::to_string(i), 3));
@@ -198,8 +194,8 @@ void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<cons
       // The second ConvTranspose's products for the band as planar taps (a row
       // per tap and channel), then per row of its input the two rows of the
       // 4E x 4E map it makes (+ bias + feat_s0), GELU and the mask products.
-      const int64_t taps = upscale3_taps_t_.dim(0);
-      gemm({.m = taps, .n = up1_rows * 2 * e, .k = up1_c, .a = upscale3_taps_t_.data(), .lda = up1_c, .b = up1,
+      const int64_t taps = upscale3_tap_rows_.dim(0);
+      gemm({.m = taps, .n = up1_rows * 2 * e, .k = up1_c, .a = upscale3_tap_rows_.data(), .lda = up1_c, .b = up1,
             .ldb = up1_c, .b_transposed = true, .c = scratch, .ldc = up1_rows * 2 * e});
       for (int64_t r = 0; r < up1_rows; ++r) {
         const int64_t first_pixel = (4 * i0 + 2 * r) * l;

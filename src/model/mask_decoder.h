@@ -107,7 +107,7 @@ class MaskDecoder {
   TwoWayTransformer transformer_;
   std::optional<LowRankTwoWayTransformer> low_rank_;
   Tensor upscale0_taps_, upscale0_b_, upscale_norm_w_, upscale_norm_b_, upscale3_b_;
-  Tensor upscale3_taps_t_;  // the second ConvTranspose's taps as rows [4 * C/8, C/4], row (dy*2+dx)*C/8+o
+  Tensor upscale3_tap_rows_;  // the second ConvTranspose's taps as rows [4 * C/8, C/4], row (dy*2+dx)*C/8+o
   std::vector<DecoderMlp> hypernetworks_;
   DecoderMlp iou_head_;
   DecoderMlp obj_score_head_;

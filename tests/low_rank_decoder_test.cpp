@@ -1,5 +1,6 @@
 // The low-rank form of the mask decoder (model/low_rank_two_way.h) against the
-// direct one, and the kernels it is built from against plain loops.
+// reference one (model/mask_decoder.h), end to end and stage by stage, and
+// the kernels it is built from against plain loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "decoder_goldens.h"
 #include "simd_levels.h"
+#include "backends/cpu_backend.h"
 #include "core/error.h"
 #include "kernels/column_softmax_blocks.h"
 #include "kernels/conv_transpose.h"
@@ -19,6 +21,7 @@
 #include "kernels/decoder_threads.h"
 #include "kernels/few_vector_dots.h"
 #include "kernels/gemm.h"
+#include "model/low_rank_mask_decoder.h"
 #include "model/mask_decoder.h"
 #include "model/prompt_encoder.h"
 
@@ -278,21 +281,24 @@ TEST(LowRankDecoderKernels, ScatterOfTapsIsTheTransposedConvolution) {
     for (int64_t p = 0; p < 4 * h * w; ++p) EXPECT_NEAR(out[p * cout + o], want[o * 4 * h * w + p], 1e-5) << o << " " << p;
 }
 
-// The micro goldens' prompts without mask input, decoded both ways.
-TEST(LowRankDecoder, MatchesTheDirectTransformerOnMicro) {
+// The micro goldens' prompts without mask input, decoded by the fast path and
+// by the reference decoder on the CPU backend.
+TEST(LowRankDecoder, MatchesTheReferenceDecoderOnMicro) {
   const auto& c = micro_decoder_case();
   const DecoderThreads scope;  // as SamHeads runs the decoder: oneDNN on the calling thread only
   const PromptEncoder prompts(c.config, c.weights);
-  const MaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
+  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
   const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
-  ASSERT_FALSE(image.upscale0_shared.empty()) << "the low-rank form should apply to SAM 2.1 configs";
+  const auto backend = std::make_shared<CpuBackend>();
+  const MaskDecoder reference(c.config, c.weights, prompts.dense_pe(), prompts.embed_dense(Prompt{}), backend);
+  const DeviceDecoderFeatures features = upload_decoder_features(*backend, c.features);
   int compared = 0;
   for (const auto& g : c.prompts) {
     if (!g.prompt.mask_input.empty()) continue;
     SCOPED_TRACE(g.name);
     const Tensor sparse = prompts.embed_sparse(g.prompt, c.orig_w, c.orig_h);
     const MaskDecoderOutput low_rank = decoder.predict_masks(image, sparse, 2);
-    const MaskDecoderOutput direct = decoder.predict_masks(image, image.no_mask, sparse, 2);
+    const MaskDecoderOutput direct = reference.predict_masks(features, sparse);
     EXPECT_LE(max_abs_error(low_rank.masks, direct.masks), kLogitTolerance);
     EXPECT_LE(max_abs_error(low_rank.iou, direct.iou), kScoreTolerance);
     EXPECT_NEAR(low_rank.object_score_logit, direct.object_score_logit, kScoreTolerance);
@@ -307,13 +313,98 @@ TEST(LowRankDecoder, MatchesTheDirectTransformerOnMicro) {
 }
 
 
+// Rows of `x` [n, c] centered (minus their mean), in double.
+std::vector<double> centered_rows(const std::vector<double>& x, int64_t n, int64_t c) {
+  std::vector<double> out(x);
+  for (int64_t i = 0; i < n; ++i) {
+    double mean = 0;
+    for (int64_t j = 0; j < c; ++j) mean += x[static_cast<size_t>(i * c + j)];
+    mean /= static_cast<double>(c);
+    for (int64_t j = 0; j < c; ++j) out[static_cast<size_t>(i * c + j)] -= mean;
+  }
+  return out;
+}
+
+// Factored image rows made whole, row i = row_scale[i] * shared_i + coef[i] .
+// basis + bias (LowRankKeys), in double: [n, c].
+Tensor whole_rows(const LowRankKeys& keys, const std::vector<double>& shared, int64_t n, int64_t c) {
+  const int64_t r = keys.basis.dim(0);
+  Tensor out({n, c});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j) {
+      double v = keys.row_scale[i] * shared[static_cast<size_t>(i * c + j)] + keys.bias[j];
+      for (int64_t k = 0; k < r; ++k) v += static_cast<double>(keys.coef[i * r + k]) * keys.basis[k * c + j];
+      out[i * c + j] = static_cast<float>(v);
+    }
+  return out;
+}
+
+// The low-rank transformer against the reference decoder's, stage by stage
+// (docs/LOW_RANK.md's identities): the tokens after block 0, block 1 and the
+// final attention, and the image rows after each block, made whole from their
+// factored form: block 0's with shared part s = (src + block 0's image -> token
+// out bias, centered) * g1, block 1's with s2 = centered(s) * g2. Micro's
+// prompts without mask input.
+TEST(LowRankDecoder, MatchesTheReferenceDecoderStageByStage) {
+  const auto& c = micro_decoder_case();
+  const DecoderThreads scope;
+  const PromptEncoder prompts(c.config, c.weights);
+  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
+  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
+  const auto backend = std::make_shared<CpuBackend>();
+  const MaskDecoder reference(c.config, c.weights, prompts.dense_pe(), prompts.embed_dense(Prompt{}), backend);
+  const DeviceDecoderFeatures features = upload_decoder_features(*backend, c.features);
+
+  // The image rows' shared parts, from src and the norms' weights.
+  const std::string t = "sam_mask_decoder.transformer.layers.";
+  const Tensor& out_bias0 = c.weights.at(t + "0.cross_attn_image_to_token.out_proj.bias");
+  const Tensor& g1 = c.weights.at(t + "0.norm4.weight");
+  const Tensor& g2 = c.weights.at(t + "1.norm4.weight");
+  const Tensor& src = image.no_mask.src;
+  const int64_t n = src.dim(0), width = src.dim(1);
+  std::vector<double> s(static_cast<size_t>(n * width));
+  for (int64_t i = 0; i < n * width; ++i) s[static_cast<size_t>(i)] = static_cast<double>(src[i]) + out_bias0[i % width];
+  s = centered_rows(s, n, width);
+  for (int64_t i = 0; i < n * width; ++i) s[static_cast<size_t>(i)] *= g1[i % width];
+  std::vector<double> s2 = centered_rows(s, n, width);
+  for (int64_t i = 0; i < n * width; ++i) s2[static_cast<size_t>(i)] *= g2[i % width];
+
+  int compared = 0;
+  for (const auto& g : c.prompts) {
+    if (!g.prompt.mask_input.empty()) continue;
+    SCOPED_TRACE(g.name);
+    const Tensor sparse = prompts.embed_sparse(g.prompt, c.orig_w, c.orig_h);
+    MaskDecoder::TransformerTrace want;
+    reference.predict_masks_traced(features, sparse, want);
+    ASSERT_EQ(want.queries_after_block.size(), 2u);
+    const Tensor tokens = decoder.tokens(sparse);
+    std::vector<int64_t> every_token(static_cast<size_t>(tokens.dim(0)));
+    for (size_t i = 0; i < every_token.size(); ++i) every_token[i] = static_cast<int64_t>(i);
+    std::vector<LowRankBlock0> after_block0;
+    const std::vector<LowRankTwoWayTransformer::Output> got = decoder.transformer().forward(
+        {tokens}, image.no_mask, image.low_rank, every_token, 2, &after_block0);
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(after_block0.size(), 1u);
+
+    EXPECT_LE(max_abs_error(after_block0[0].queries, want.queries_after_block[0]), kLogitTolerance);
+    EXPECT_LE(max_abs_error(whole_rows(after_block0[0].keys, s, n, width), want.keys_after_block[0].reshaped({n, width})),
+              kLogitTolerance);
+    EXPECT_LE(max_abs_error(got[0].queries, want.queries_after_block[1]), kLogitTolerance);
+    EXPECT_LE(max_abs_error(whole_rows(got[0].keys, s2, n, width), want.keys_after_block[1].reshaped({n, width})),
+              kLogitTolerance);
+    EXPECT_LE(max_abs_error(got[0].finished, want.final_queries), kLogitTolerance);
+    ++compared;
+  }
+  EXPECT_GE(compared, 3);
+}
+
 // Prompts decoded in lockstep (one group, mixed token counts) give each prompt
 // the bits it gets alone, also when the IoU filter skips some of their upscalings.
 TEST(LowRankDecoder, GroupInLockstepEqualsOneByOne) {
   const auto& c = micro_decoder_case();
   const DecoderThreads scope;
   const PromptEncoder prompts(c.config, c.weights);
-  const MaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
+  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
   const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
   std::vector<Tensor> sparse;
   for (const auto& g : c.prompts) {

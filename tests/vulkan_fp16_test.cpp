@@ -22,7 +22,7 @@
 #include "backends/cpu_backend.h"
 #include "backends/vulkan/vulkan_backend.h"
 #include "core/error.h"
-#include "device_mask_decoder_goldens.h"
+#include "reference_decoder_goldens.h"
 #include "encoder_goldens.h"
 #include "io/half.h"
 #include "io/half_narrowing.h"
@@ -255,7 +255,7 @@ TEST_F(VulkanFp16Test, FeaturesDownloadedLaterAreTheEncodesBits) {
 }
 
 // The mask decoder on fp16 storage: every micro golden prompt (a mask input among them)
-// through DeviceMaskDecoder, and the selection the predictor makes, at
+// through MaskDecoder, and the selection the predictor makes, at
 // tolerances from fp16's rounding (docs/BACKENDS.md, "Precision").
 TEST_F(VulkanFp16Test, MicroDecoderMeetsTheGoldensWithinFp16Storage) {
   const auto fp16 = device();

@@ -1,4 +1,4 @@
-// The mask decoder written against Backend (model/device_mask_decoder.h) on the
+// The mask decoder written against Backend (model/mask_decoder.h) on the
 // Vulkan backend (lavapipe in CI), fp32, validation layers on: every micro
 // golden prompt (a mask input among them) against the official goldens at the
 // decoder's tolerances and against the CPU decoder, recorded then replayed;
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/vulkan/vulkan_backend.h"
-#include "device_mask_decoder_goldens.h"
+#include "reference_decoder_goldens.h"
 #include "model/prompt_encoder.h"
 #include "model/sam_heads.h"
 #include "tiny_decoder_case.h"
@@ -144,7 +144,7 @@ TEST_F(VulkanMaskDecoderMicro, SamHeadsDecodeMaskInputsOnTheDeviceInBatches) {
 // one-prompt program (every op over the batch is one dispatch; micro's
 // attentions have too few keys to go through the scores, which lavapipe runs
 // batch by batch).
-void expect_batch_in_programs(const Backend& device, const DeviceMaskDecoder& decoder,
+void expect_batch_in_programs(const Backend& device, const MaskDecoder& decoder,
                               const DeviceDecoderFeatures& features, const std::vector<Tensor>& sparse,
                               int64_t programs, const std::vector<Tensor>& mask_inputs = {}) {
   const TransferCounts before = device.transfers();

@@ -41,7 +41,7 @@ Tensor Tensor::uninitialized(Shape shape) {
   // Plain pages, no transparent huge pages asked for: on these VMs free 2 MiB
   // blocks go back to the host (virtio free page reporting), so a fresh huge
   // page costs ~5 ms to fault in, 5x what its 512 small pages cost
-  // (docs/PERFORMANCE.md, session 21).
+  // (docs/PERFORMANCE.md, "Techniques, and why").
   void* memory = nullptr;
   if (posix_memalign(&memory, kAlignment, bytes) != 0) throw std::bad_alloc();
   t.storage_ = std::shared_ptr<void>(memory, std::free);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -24,7 +23,7 @@ namespace {
 
 // DecoderLayerNorm's eps (torch's default, as in the official TwoWayTransformer).
 constexpr float kLayerNormEps = 1e-5f;
-// Image rows per block of a row-parallel pass, as in TwoWayTransformer.
+// Image rows per block of a row-parallel pass.
 constexpr int64_t kImageRowBlock = 256;
 
 // Image-sized buffers (per prompt ~10 MB for Tiny, and the per-image state) come
@@ -442,9 +441,318 @@ void add_token_mlp(const TwoWayAttentionBlock& block, std::vector<Tensor>& queri
   }
 }
 
+
+// What one prompt carries through the two blocks; the passes of TwoBlockPasses
+// fill it in order. Symbols as in docs/LOW_RANK.md: P0, P2 the image -> token
+// probabilities of blocks 0 and 1, a1, a2 the inverse standard deviations of
+// norm4's inputs, g1, g2 the norm4 weights.
+struct PromptState {
+  Tensor tokens;   // as given, [T, C]: also the tokens' position encoding
+  Tensor queries;  // the token rows, updated step by step [T, C]
+
+  // Block 0's image -> token attention, from the tokens after block 0's token side.
+  Tensor block0_keys;        // the tokens' keys by head, times the softmax scale [heads0 T, head_dim0]
+  Tensor block0_values;      // the tokens' values by head [heads0 T, head_dim0]
+  Tensor block0_value_rows;  // each (head, token) value through out_proj [heads0 T, C]
+  Tensor block0_value_gram;  // the centered value rows' Gram matrix [heads0 T, heads0 T]
+  Tensor block0_basis;       // the centered value rows times g1 [heads0 T, C]
+  Tensor block0_row_scale;   // a1 of each image row [HW]
+  // Per image row, a1 P0 (heads0 T columns) then P2 (heads1 T columns): block
+  // 1's pass reads block 0's coefficients where block 0's pass wrote them.
+  Tensor coef;
+
+  // Block 1's image -> token attention, from the tokens after block 1's token side.
+  Tensor block1_keys;                          // [heads1 T, head_dim1], scaled
+  Tensor block1_values;                        // [heads1 T, head_dim1]
+  Tensor basis_gram;                           // centered [basis0; value rows 1]'s Gram, cross block doubled
+  Tensor block0_basis_scores;                  // basis0 . (k_h Wq_h) [heads0 T, heads1 T]
+  std::vector<double> basis_dot_c;             // each basis row . c~
+  std::vector<double> block0_value_row_means;  // each block 0 value row's mean
+  Tensor final_row_scale;                      // a1 a2 [HW]
+  Tensor final_coef;                           // [HW, final_basis rows]
+  Tensor final_basis;                          // final_keys_basis
+
+  int64_t token_count() const { return tokens.dim(0); }
+  Tensor queries_with_pe() const { return add(queries, tokens); }
+};
+
+// LowRankTwoWayTransformer::forward as a pass per stage over every prompt's
+// PromptState. The two passes over the image rows (block 0's image update,
+// block 1's) each feed the attention that reads the rows they make, one block
+// of rows at a time, while it is in cache.
+class TwoBlockPasses {
+ public:
+  TwoBlockPasses(const TwoWayAttentionBlock& first, const TwoWayAttentionBlock& second,
+                 const TransformerImageInput& input, const LowRankImage& image, const std::vector<Tensor>& tokens,
+                 int threads)
+      : first_(first),
+        second_(second),
+        input_(input),
+        image_(image),
+        threads_(threads),
+        image_rows_(input.src.dim(0)),
+        width_(input.src.dim(1)),
+        heads0_(first.cross_attn_image_to_token.num_heads),
+        heads1_(second.cross_attn_image_to_token.num_heads) {
+    prompts_.resize(tokens.size());
+    for (size_t g = 0; g < tokens.size(); ++g) prompts_[g].tokens = prompts_[g].queries = tokens[g];
+  }
+
+  std::vector<PromptState>& prompts() { return prompts_; }
+
+  // Block 0's token side, as the reference (its image side is src): the
+  // self-attention without position encoding, the token -> image attention
+  // over src's projected keys and values, the MLP.
+  void block0_token_side() {
+    {
+      ScopedStage stage("decoder: token self-attention");
+      for (PromptState& p : prompts_) p.queries = first_.norm1(first_.self_attn(p.queries, p.queries, p.queries));
+    }
+    {
+      ScopedStage stage("decoder: token -> image attention");
+      const DecoderAttention& attn = first_.cross_attn_token_to_image;
+      std::vector<Tensor> q;
+      for (const PromptState& p : prompts_) q.push_back(attn.q_proj(p.queries_with_pe()));
+      const std::vector<Tensor> attn_out =
+          attend_projected_rows(attn, q, input_.token_to_image_k, input_.token_to_image_v, threads_);
+      for (size_t g = 0; g < prompts_.size(); ++g)
+        prompts_[g].queries = first_.norm2(add(prompts_[g].queries, attn_out[g]));
+    }
+    token_mlp(first_);
+  }
+
+  // Block 0's image -> token attention's token side: keys, values, value
+  // rows and their basis; the per-row arrays its pass writes.
+  void prepare_block0_image_update() {
+    ScopedStage stage("decoder: image -> token attention");
+    const DecoderAttention& attn = first_.cross_attn_image_to_token;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(attn.internal_dim() / heads0_)));
+    for (PromptState& p : prompts_) {
+      const int64_t pairs0 = heads0_ * p.token_count();
+      p.block0_keys = split_heads(attn.k_proj(p.queries_with_pe()), heads0_, scale);
+      const Tensor values = attn.v_proj(p.queries);
+      p.block0_values = split_heads(values, heads0_, 1.0f);
+      p.block0_value_rows = head_value_rows(values, attn.out_proj.weight, heads0_);
+      Tensor centered = p.block0_value_rows.clone();
+      center_rows(centered.data(), pairs0, width_);
+      p.block0_value_gram = gram(centered);
+      p.block0_basis = columns_scaled(centered, first_.norm4.weight);
+      p.block0_row_scale = image_sized({image_rows_});
+      p.coef = image_sized({image_rows_, coef_columns(p)});
+    }
+  }
+
+  // Block 1's self-attention: it reads the tokens block 0's image -> token
+  // attention reads, so it runs before that attention's pass.
+  void block1_self_attention() {
+    ScopedStage stage("decoder: token self-attention");
+    for (PromptState& p : prompts_) {
+      const Tensor q = p.queries_with_pe();
+      p.queries = second_.norm1(add(p.queries, second_.self_attn(q, q, p.queries)));
+    }
+  }
+
+  // Block 0's image -> token attention over the image rows (P0, a1, the
+  // factored rows), each block of rows then attended by block 1's token ->
+  // image attention; then that attention's norm.
+  void block0_image_update_then_block1_token_to_image() {
+    const DecoderAttention& image_to_token = first_.cross_attn_image_to_token;
+    const int64_t width0 = image_to_token.internal_dim(), head_dim0 = width0 / heads0_;
+    std::vector<PromptImageRows> rows;
+    std::vector<Tensor> q;
+    for (PromptState& p : prompts_) {
+      q.push_back(p.queries_with_pe());
+      rows.push_back({&p.block0_row_scale, p.coef.data(), coef_columns(p), &p.block0_basis});
+    }
+    FactoredRowsAttention token_to_image(
+        second_.cross_attn_token_to_image, q,
+        {image_.keys1_shared, image_.keys1_const, image_.values1_shared, image_.values1_const}, rows);
+    {
+      ScopedStage stage("decoder: image -> token attention, then token -> image");
+      for_row_blocks(threads_, image_rows_, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+        const int64_t block_rows = r1 - r0;
+        for (size_t g = 0; g < prompts_.size(); ++g) {
+          PromptState& s = prompts_[g];
+          const int64_t t = s.token_count(), pairs0 = heads0_ * t, ldw = coef_columns(s);
+          float* p = s.coef.data() + r0 * ldw;
+          head_dots({.rows = block_rows, .heads = heads0_, .head_dim = head_dim0, .per_head = t,
+                     .x = input_.image_to_token_q.data() + r0 * width0, .ldx = width0,
+                     .vectors = s.block0_keys.data(), .out = p, .ldo = ldw});
+          for (int64_t r = 0; r < block_rows; ++r) softmax_groups(p + r * ldw, heads0_, t);
+          // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
+          float* const cross = thread_scratch(0, block_rows * pairs0);
+          float* const quad = thread_scratch(1, block_rows * pairs0);
+          head_dots({.rows = block_rows, .heads = heads0_, .head_dim = head_dim0, .per_head = t,
+                     .x = image_.src_out0.data() + r0 * width0, .ldx = width0, .vectors = s.block0_values.data(),
+                     .out = cross, .ldo = pairs0});
+          gemm({.m = block_rows, .n = pairs0, .k = pairs0, .a = p, .lda = ldw, .b = s.block0_value_gram.data(),
+                .ldb = pairs0, .b_transposed = true, .c = quad, .ldc = pairs0});
+          const std::vector<double> with_cross = row_dots(p, ldw, cross, pairs0, block_rows, pairs0);
+          const std::vector<double> with_quad = row_dots(p, ldw, quad, pairs0, block_rows, pairs0);
+          for (int64_t r = 0; r < block_rows; ++r) {
+            const auto k = static_cast<size_t>(r);
+            s.block0_row_scale[r0 + r] =
+                inverse_std(image_.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], width_);
+          }
+          scale_rows(s.block0_row_scale.data() + r0, p, ldw, block_rows, pairs0);
+          token_to_image.add_block(g, r0, r1);
+        }
+      });
+    }
+    ScopedStage stage("decoder: token -> image attention");
+    const std::vector<Tensor> attn_out = token_to_image.finish();
+    for (size_t g = 0; g < prompts_.size(); ++g)
+      prompts_[g].queries = second_.norm2(add(prompts_[g].queries, attn_out[g]));
+  }
+
+  void block1_token_mlp() { token_mlp(second_); }
+
+  // Block 1's image -> token attention's token side: with coef_i = [a1_i P0_i,
+  // P2_i] and basis = [basis0; value rows 1] (centered: B~),
+  //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
+  //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2,
+  // the coefficients and basis then without each head's first token (final_keys_basis).
+  void prepare_block1_image_update() {
+    ScopedStage stage("decoder: image -> token attention");
+    const DecoderAttention& attn = second_.cross_attn_image_to_token;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(attn.internal_dim() / heads1_)));
+    const int64_t c = width_;
+    for (PromptState& p : prompts_) {
+      const int64_t t = p.token_count(), pairs0 = heads0_ * t, pairs1 = heads1_ * t, r = pairs0 + pairs1;
+      p.block1_keys = split_heads(attn.k_proj(p.queries_with_pe()), heads1_, scale);
+      const Tensor values = attn.v_proj(p.queries);
+      p.block1_values = split_heads(values, heads1_, 1.0f);
+      const Tensor value_rows1 = head_value_rows(values, attn.out_proj.weight, heads1_);
+      Tensor basis = Tensor::uninitialized({r, c});
+      std::copy_n(p.block0_basis.data(), pairs0 * c, basis.data());
+      std::copy_n(value_rows1.data(), pairs1 * c, basis.data() + pairs0 * c);
+      // basis . c~ equals B~ . c~ (c~ sums to zero), likewise basis . s~_i below.
+      p.basis_dot_c = row_dots(basis.data(), c, image_.c_centered.data(), 0, r, c);
+      p.block0_value_row_means.resize(static_cast<size_t>(pairs0));
+      for (int64_t j = 0; j < pairs0; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < c; ++k) sum += p.block0_value_rows[j * c + k];
+        p.block0_value_row_means[static_cast<size_t>(j)] = sum / static_cast<double>(c);
+      }
+      center_rows(basis.data(), r, c);
+      p.basis_gram = gram(basis);
+      // The quadratic form below reads the lower-left block (block 1's rows
+      // against block 0's) for both cross terms: doubled here (exactly).
+      for (int64_t i = pairs0; i < r; ++i)
+        for (int64_t j = 0; j < pairs0; ++j) p.basis_gram[i * r + j] *= 2.0f;
+      p.final_basis = final_keys_basis(basis, heads0_, heads1_, t, image_.c_centered, second_.norm4.weight);
+      p.final_coef = image_sized({image_rows_, p.final_basis.dim(0)});
+      // The queries' part from block 0's update, (a1 P0) (basis0 Wq^T), enters
+      // the scores as (a1 P0) times basis0's dots with the keys, basis0 . (k_h
+      // Wq_h): [pairs0, pairs1] per prompt instead of a [HW, D] product.
+      const Tensor keys_in_c = through_heads(p.block1_keys, attn.q_proj.weight, heads1_);
+      p.block0_basis_scores = Tensor::uninitialized({pairs0, pairs1});
+      gemm({.m = pairs0, .n = pairs1, .k = c, .a = p.block0_basis.data(), .lda = c, .b = keys_in_c.data(),
+            .ldb = c, .b_transposed = true, .c = p.block0_basis_scores.data(), .ldc = pairs1});
+      p.final_row_scale = image_sized({image_rows_});
+    }
+  }
+
+  // Block 1's image -> token attention over the image rows (P2, a2, the final
+  // factored rows); attend_block(g, r0, r1) then reads prompt g's rows [r0, r1).
+  template <typename AttendBlock>
+  void block1_image_update(const char* stage_name, AttendBlock&& attend_block) {
+    const int64_t d_q2 = second_.cross_attn_image_to_token.internal_dim(), head_dim1 = d_q2 / heads1_;
+    const int64_t width0 = first_.cross_attn_image_to_token.internal_dim(), head_dim0 = width0 / heads0_;
+    ScopedStage stage(stage_name);
+    for_row_blocks(threads_, image_rows_, kImageRowBlock, [&](int64_t r0, int64_t r1) {
+      const int64_t rows = r1 - r0;
+      for (size_t g = 0; g < prompts_.size(); ++g) {
+        PromptState& s = prompts_[g];
+        const int64_t t = s.token_count(), pairs0 = heads0_ * t, pairs1 = heads1_ * t;
+        const int64_t r = pairs0 + pairs1, ldw = r, ldf = s.final_coef.dim(1);
+        // Block 0's coefficients a1 P0 are the first pairs0 columns of w; block
+        // 1's probabilities P2 go beside them.
+        float* const w = s.coef.data() + r0 * ldw;
+        float* const p2 = w + pairs0;
+        // Block 1's image -> token scores: the queries without block 0's update
+        // (a1 times the shared queries plus the constant) against the keys,
+        // plus a1 P0 times block0_basis_scores; then the softmax.
+        float* const q2 = thread_scratch(2, rows * d_q2);
+        float* const a2 = thread_scratch(3, rows);
+        scale_rows_add(s.block0_row_scale.data() + r0, image_.queries2_shared.data() + r0 * d_q2, d_q2,
+                       image_.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
+        head_dots({.rows = rows, .heads = heads1_, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
+                   .vectors = s.block1_keys.data(), .out = p2, .ldo = ldw});
+        gemm({.m = rows, .n = pairs1, .k = pairs0, .a = w, .lda = ldw, .b = s.block0_basis_scores.data(),
+              .ldb = pairs1, .b_transposed = false, .c = p2, .ldc = ldw, .accumulate = true});
+        for (int64_t i = 0; i < rows; ++i) softmax_groups(p2 + i * ldw, heads1_, t);
+        // basis . s~_i: block 0's value rows through (g1 s~) Wo0 less their
+        // means times g1 . s~_i (subtracted from the row's dot with w below),
+        // block 1's through s~ Wo2.
+        float* const cross = thread_scratch(0, rows * r);
+        float* const quad = thread_scratch(1, rows * r);
+        head_dots({.rows = rows, .heads = heads0_, .head_dim = head_dim0, .per_head = t,
+                   .x = image_.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = s.block0_values.data(),
+                   .out = cross, .ldo = r});
+        head_dots({.rows = rows, .heads = heads1_, .head_dim = head_dim1, .per_head = t,
+                   .x = image_.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = s.block1_values.data(),
+                   .out = cross + pairs0, .ldo = r});
+        // w G w^T with G = [G00 G02; G20 G22] symmetric, w = [w0 w2]: w0 . (w0 G00 + 2 w2 G20) + w2 . (w2 G22),
+        // three quarters of the products of w G.
+        const float* const gram = s.basis_gram.data();
+        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = w, .lda = ldw, .b = gram, .ldb = r, .b_transposed = true,
+              .c = quad, .ldc = r});
+        gemm({.m = rows, .n = pairs0, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r, .ldb = r,
+              .b_transposed = false, .c = quad, .ldc = r, .accumulate = true});
+        gemm({.m = rows, .n = pairs1, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r + pairs0, .ldb = r,
+              .b_transposed = true, .c = quad + pairs0, .ldc = r});
+        const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
+        std::vector<double> with_c(static_cast<size_t>(rows)), with_means(static_cast<size_t>(rows));
+        dot_rows_with(w, ldw, s.basis_dot_c.data(), rows, r, with_c.data());
+        dot_rows_with(w, ldw, s.block0_value_row_means.data(), rows, pairs0, with_means.data());
+        const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
+        for (int64_t i = 0; i < rows; ++i) {
+          const auto k = static_cast<size_t>(i);
+          const double a1 = s.block0_row_scale[r0 + i];
+          const double cross_i = with_cross[k] - with_means[k] * image_.s_dot_g1[r0 + i];
+          const double norm2 = a1 * a1 * image_.s_norm2[r0 + i] + 2.0 * a1 * image_.s_dot_c[r0 + i] +
+                               image_.c_norm2 + 2.0 * a1 * cross_i + 2.0 * with_c[k] + with_quad[k];
+          a2[i] = inverse_std(norm2, width_);
+          s.final_row_scale[r0 + i] = static_cast<float>(a1) * a2[i];
+        }
+        float* const f = s.final_coef.data() + r0 * ldf;
+        scale_rows_without_group_firsts(a2, w, ldw, rows, heads0_ + heads1_, t, f, ldf);
+        for (int64_t i = 0; i < rows; ++i) {
+          f[i * ldf + ldf - 2] = s.final_row_scale[r0 + i];
+          f[i * ldf + ldf - 1] = a2[i];
+        }
+        attend_block(g, r0, r1);
+      }
+    });
+  }
+
+ private:
+  // Columns of PromptState::coef: a1 P0 then P2.
+  int64_t coef_columns(const PromptState& p) const { return (heads0_ + heads1_) * p.token_count(); }
+
+  void token_mlp(const TwoWayAttentionBlock& block) {
+    std::vector<Tensor> queries;
+    for (const PromptState& p : prompts_) queries.push_back(p.queries);
+    {
+      ScopedStage stage("decoder: token MLP");
+      add_token_mlp(block, queries, threads_);
+    }
+    for (size_t g = 0; g < prompts_.size(); ++g) prompts_[g].queries = queries[g];
+  }
+
+  const TwoWayAttentionBlock& first_;
+  const TwoWayAttentionBlock& second_;
+  const TransformerImageInput& input_;
+  const LowRankImage& image_;
+  const int threads_;
+  const int64_t image_rows_, width_, heads0_, heads1_;
+  std::vector<PromptState> prompts_;
+};
+
 }  // namespace
 
-LowRankTwoWayTransformer::LowRankTwoWayTransformer(const TwoWayTransformer& transformer)
+LowRankTwoWayTransformer::LowRankTwoWayTransformer(const TwoWayTransformerWeights& transformer)
     : first_(transformer.layers().at(0)),
       second_(transformer.layers().at(1)),
       final_attn_(transformer.final_attention()),
@@ -544,259 +852,49 @@ LowRankImage LowRankTwoWayTransformer::prepare_image(const TransformerImageInput
 
 std::vector<LowRankTwoWayTransformer::Output> LowRankTwoWayTransformer::forward(
     const std::vector<Tensor>& tokens, const TransformerImageInput& input, const LowRankImage& image,
-    const std::vector<int64_t>& finish_rows, int threads) const {
-  const size_t count = tokens.size();
-  const std::vector<Tensor>& query_pe = tokens;
-  const int64_t n = input.src.dim(0), c = input.src.dim(1);
-  std::vector<Tensor> queries = tokens;
-  auto with_pe = [&](size_t g) { return add(queries[g], query_pe[g]); };
+    const std::vector<int64_t>& finish_rows, int threads, std::vector<LowRankBlock0>* after_block0) const {
+  TwoBlockPasses passes(first_, second_, input, image, tokens, threads);
+  passes.block0_token_side();
+  std::vector<Tensor> queries_after_block0;
+  if (after_block0 != nullptr)
+    for (const PromptState& p : passes.prompts()) queries_after_block0.push_back(p.queries);
+  passes.prepare_block0_image_update();
+  passes.block1_self_attention();
+  passes.block0_image_update_then_block1_token_to_image();
+  passes.block1_token_mlp();
+  passes.prepare_block1_image_update();
 
-  // Block 0's token side, as TwoWayTransformer::forward (its image side is src).
-  {
-    ScopedStage stage("decoder: token self-attention");
-    for (Tensor& q : queries) q = first_.norm1(first_.self_attn(q, q, q));
-  }
-  {
-    ScopedStage stage("decoder: token -> image attention");
-    const DecoderAttention& attn = first_.cross_attn_token_to_image;
-    std::vector<Tensor> q(count);
-    for (size_t g = 0; g < count; ++g) q[g] = attn.q_proj(with_pe(g));
-    const std::vector<Tensor> attn_out =
-        attend_projected_rows(attn, q, input.token_to_image_k, input.token_to_image_v, threads);
-    for (size_t g = 0; g < count; ++g) queries[g] = first_.norm2(add(queries[g], attn_out[g]));
-  }
-  {
-    ScopedStage stage("decoder: token MLP");
-    add_token_mlp(first_, queries, threads);
-  }
-
-  // Block 0's image -> token attention and norm4, factored:
-  //   keys1_i = a1_i s_i + (a1_i P0_i) basis0 + b1,  basis0 = centered value rows * g1,
-  // a1_i the inverse standard deviation of S~_i + P0_i centered value rows.
-  const DecoderAttention& image_to_token0 = first_.cross_attn_image_to_token;
-  const DecoderAttention& token_to_image1 = second_.cross_attn_token_to_image;
-  const DecoderAttention& image_to_token1 = second_.cross_attn_image_to_token;
-  const int64_t heads0 = image_to_token0.num_heads, width0 = image_to_token0.internal_dim();
-  const int64_t head_dim0 = width0 / heads0;
-  const int64_t d_q2 = image_to_token1.internal_dim();
-  const int64_t heads1 = image_to_token1.num_heads, head_dim1 = d_q2 / heads1;
-  // Per prompt: block 0's values split by head, its value rows, the basis of its
-  // image-side update, and the row scales of the factored rows. Their
-  // coefficients are written where block 1 extends them: the first heads0 * T
-  // columns of each row of `coef` (below), so that no pass copies them.
-  std::vector<Tensor> values0(count), value_rows0(count), basis0(count), row_scale1(count), coef(count);
-  auto coef_stride = [&](size_t g) { return (heads0 + heads1) * tokens[g].dim(0); };
-  const float scale0 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim0)));
-  std::vector<Tensor> keys0(count), gram0(count);
-  {
-    ScopedStage stage("decoder: image -> token attention");
-    for (size_t g = 0; g < count; ++g) {
-      const int64_t pairs0 = heads0 * tokens[g].dim(0);
-      keys0[g] = split_heads(image_to_token0.k_proj(with_pe(g)), heads0, scale0);
-      const Tensor v0 = image_to_token0.v_proj(queries[g]);
-      values0[g] = split_heads(v0, heads0, 1.0f);
-      value_rows0[g] = head_value_rows(v0, image_to_token0.out_proj.weight, heads0);
-      Tensor centered0 = value_rows0[g].clone();
-      center_rows(centered0.data(), pairs0, c);
-      gram0[g] = gram(centered0);
-      basis0[g] = columns_scaled(centered0, first_.norm4.weight);
-      row_scale1[g] = image_sized({n});
-      coef[g] = image_sized({n, coef_stride(g)});
-    }
-  }
-
-  // Block 1's token side: its self-attention reads the tokens block 0's image
-  // -> token attention reads, and its token -> image attention the image rows
-  // that attention makes, so it attends to each block of them in the pass that
-  // makes it, while the block is in cache.
-  {
-    ScopedStage stage("decoder: token self-attention");
-    for (size_t g = 0; g < count; ++g) {
-      const Tensor q = with_pe(g);
-      queries[g] = second_.norm1(add(queries[g], second_.self_attn(q, q, queries[g])));
-    }
-  }
-  std::vector<PromptImageRows> rows1(count);
-  std::vector<Tensor> q1(count);
-  for (size_t g = 0; g < count; ++g) {
-    q1[g] = with_pe(g);
-    rows1[g] = {&row_scale1[g], coef[g].data(), coef_stride(g), &basis0[g]};
-  }
-  FactoredRowsAttention token_to_image_rows1(
-      token_to_image1, q1, {image.keys1_shared, image.keys1_const, image.values1_shared, image.values1_const}, rows1);
-  {
-    ScopedStage stage("decoder: image -> token attention, then token -> image");
-    for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
-      const int64_t rows = r1 - r0;
-      for (size_t g = 0; g < count; ++g) {
-        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, ldw = coef_stride(g);
-        float* p = coef[g].data() + r0 * ldw;
-        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                   .x = input.image_to_token_q.data() + r0 * width0, .ldx = width0, .vectors = keys0[g].data(),
-                   .out = p, .ldo = ldw});
-        for (int64_t r = 0; r < rows; ++r) softmax_groups(p + r * ldw, heads0, t);
-        // |S~_i + P0_i centered|^2 = |S~_i|^2 + 2 P0_i . (value rows S~_i) + P0_i G0 P0_i^T
-        float* const cross = thread_scratch(0, rows * pairs0);
-        float* const quad = thread_scratch(1, rows * pairs0);
-        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                   .x = image.src_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
-                   .out = cross, .ldo = pairs0});
-        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = p, .lda = ldw, .b = gram0[g].data(), .ldb = pairs0,
-              .b_transposed = true, .c = quad, .ldc = pairs0});
-        const std::vector<double> with_cross = row_dots(p, ldw, cross, pairs0, rows, pairs0);
-        const std::vector<double> with_quad = row_dots(p, ldw, quad, pairs0, rows, pairs0);
-        for (int64_t r = 0; r < rows; ++r) {
-          const auto k = static_cast<size_t>(r);
-          row_scale1[g][r0 + r] = inverse_std(image.src_norm2[r0 + r] + 2.0 * with_cross[k] + with_quad[k], c);
-        }
-        scale_rows(row_scale1[g].data() + r0, p, ldw, rows, pairs0);
-        token_to_image_rows1.add_block(g, r0, r1);
-      }
-    });
-  }
-  {
-    ScopedStage stage("decoder: token -> image attention");
-    const std::vector<Tensor> attn_out = token_to_image_rows1.finish();
-    for (size_t g = 0; g < count; ++g) queries[g] = second_.norm2(add(queries[g], attn_out[g]));
-  }
-  {
-    ScopedStage stage("decoder: token MLP");
-    add_token_mlp(second_, queries, threads);
-  }
-
-  // Block 1's image -> token attention and norm4, factored: with
-  // coef_i = [a1_i P0_i, P2_i] and basis = [basis0; value rows 2] (centered: B~),
-  //   pre-norm row~_i = a1_i s~_i + coef_i B~ + c~,
-  //   keys2_i = a2_i row~_i * g2 + b2 = (a1 a2)_i s2_i + a2_i [coef_i, 1] [B~ * g2; c~ * g2] + b2,
-  // the coefficients and basis then without each head's first token (final_keys_basis).
-  const Tensor& g2 = second_.norm4.weight;
-  std::vector<Tensor> row_scale2(count), final_coef(count), final_basis(count);
-  const float scale1 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim1)));
-  std::vector<Tensor> keys2(count), values2(count), gram_all(count), basis_scores2(count);
-  std::vector<std::vector<double>> basis_dot_c(count), basis0_means(count);
-  {
-    ScopedStage stage("decoder: image -> token attention");
-    for (size_t g = 0; g < count; ++g) {
-      const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
-      const int64_t r = pairs0 + pairs1;
-      keys2[g] = split_heads(image_to_token1.k_proj(with_pe(g)), heads1, scale1);
-      const Tensor v2 = image_to_token1.v_proj(queries[g]);
-      values2[g] = split_heads(v2, heads1, 1.0f);
-      const Tensor value_rows2 = head_value_rows(v2, image_to_token1.out_proj.weight, heads1);
-      Tensor basis = Tensor::uninitialized({r, c});
-      std::copy_n(basis0[g].data(), pairs0 * c, basis.data());
-      std::copy_n(value_rows2.data(), pairs1 * c, basis.data() + pairs0 * c);
-      // basis . c~ equals B~ . c~ (c~ sums to zero), likewise basis . s~_i below.
-      basis_dot_c[g] = row_dots(basis.data(), c, image.c_centered.data(), 0, r, c);
-      basis0_means[g].resize(static_cast<size_t>(pairs0));
-      for (int64_t j = 0; j < pairs0; ++j) {
-        double sum = 0;
-        for (int64_t k = 0; k < c; ++k) sum += value_rows0[g][j * c + k];
-        basis0_means[g][static_cast<size_t>(j)] = sum / static_cast<double>(c);
-      }
-      center_rows(basis.data(), r, c);
-      gram_all[g] = gram(basis);
-      // The quadratic form below reads the lower-left block (block 1's rows
-      // against block 0's) for both cross terms: doubled here (exactly).
-      for (int64_t i = pairs0; i < r; ++i)
-        for (int64_t j = 0; j < pairs0; ++j) gram_all[g][i * r + j] *= 2.0f;
-      final_basis[g] = final_keys_basis(basis, heads0, heads1, t, image.c_centered, g2);
-      final_coef[g] = image_sized({n, final_basis[g].dim(0)});
-      // The queries' part from block 0's update, (a1 P0) (basis0 Wq^T), enters
-      // the scores as (a1 P0) times basis0's queries' dots with the keys,
-      // basis0 . (k_h Wq_h): [pairs0, pairs1] per prompt instead of a [HW, D] product.
-      const Tensor keys_in_c = through_heads(keys2[g], image_to_token1.q_proj.weight, heads1);
-      basis_scores2[g] = Tensor::uninitialized({pairs0, pairs1});
-      gemm({.m = pairs0, .n = pairs1, .k = c, .a = basis0[g].data(), .lda = c, .b = keys_in_c.data(), .ldb = c,
-            .b_transposed = true, .c = basis_scores2[g].data(), .ldc = pairs1});
-      row_scale2[g] = image_sized({n});
-    }
-  }
-  // The outputs, their rows written by the pass below (the tensors share storage).
-  std::vector<Output> out(count);
-  std::vector<const Output*> outputs(count);
-  for (size_t g = 0; g < count; ++g) {
-    out[g] = {queries[g], tokens[g], {row_scale2[g], final_coef[g], final_basis[g], second_.norm4.bias}, {}};
+  // The outputs, their rows written by the last pass (the tensors share storage).
+  std::vector<PromptState>& prompts = passes.prompts();
+  std::vector<Output> out(prompts.size());
+  std::vector<const Output*> outputs(prompts.size());
+  for (size_t g = 0; g < prompts.size(); ++g) {
+    const PromptState& p = prompts[g];
+    out[g] = {p.queries, p.tokens, {p.final_row_scale, p.final_coef, p.final_basis, second_.norm4.bias}, {}};
     outputs[g] = &out[g];
   }
   // The final attention of the rows finish_rows attends to each block of the
   // image rows in the pass that makes it, while the block is in cache.
-  std::optional<FinalTokens> finishing;
-  if (!finish_rows.empty()) finishing.emplace(final_tokens_attention(final_attn_, outputs, finish_rows, image));
-  {
-    ScopedStage stage(finish_rows.empty() ? "decoder: image -> token attention"
-                                          : "decoder: image -> token attention, then token -> image");
-    for_row_blocks(threads, n, kImageRowBlock, [&](int64_t r0, int64_t r1) {
-      const int64_t rows = r1 - r0;
-      for (size_t g = 0; g < count; ++g) {
-        const int64_t t = tokens[g].dim(0), pairs0 = heads0 * t, pairs1 = heads1 * t;
-        const int64_t r = pairs0 + pairs1, ldw = r, ldf = final_coef[g].dim(1);
-        // Block 0's coefficients a1 P0 are the first pairs0 columns of w; block
-        // 1's probabilities P2 go beside them.
-        float* const w = coef[g].data() + r0 * ldw;
-        float* const p2 = w + pairs0;
-        // Block 1's image -> token scores: the queries without block 0's update
-        // (a1 times the shared queries plus the constant) against the keys,
-        // plus a1 P0 times basis_scores2; then the softmax.
-        float* const q2 = thread_scratch(2, rows * d_q2);
-        float* const a2s = thread_scratch(3, rows);
-        scale_rows_add(row_scale1[g].data() + r0, image.queries2_shared.data() + r0 * d_q2, d_q2,
-                       image.queries2_const.data() + r0 * d_q2, d_q2, rows, d_q2, q2, d_q2);
-        head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t, .x = q2, .ldx = d_q2,
-                   .vectors = keys2[g].data(), .out = p2, .ldo = ldw});
-        gemm({.m = rows, .n = pairs1, .k = pairs0, .a = w, .lda = ldw, .b = basis_scores2[g].data(), .ldb = pairs1,
-              .b_transposed = false, .c = p2, .ldc = ldw, .accumulate = true});
-        for (int64_t i = 0; i < rows; ++i) softmax_groups(p2 + i * ldw, heads1, t);
-        // basis . s~_i: value rows 0 through (g1 s~) Wo0 less their means times
-        // g1 . s~_i (subtracted from the row's dot with w below), value rows 2
-        // through s~ Wo2.
-        float* const cross = thread_scratch(0, rows * r);
-        float* const quad = thread_scratch(1, rows * r);
-        head_dots({.rows = rows, .heads = heads0, .head_dim = head_dim0, .per_head = t,
-                   .x = image.s_g1_out0.data() + r0 * width0, .ldx = width0, .vectors = values0[g].data(),
-                   .out = cross, .ldo = r});
-        head_dots({.rows = rows, .heads = heads1, .head_dim = head_dim1, .per_head = t,
-                   .x = image.s_out2.data() + r0 * d_q2, .ldx = d_q2, .vectors = values2[g].data(),
-                   .out = cross + pairs0, .ldo = r});
-        // w G w^T with G = [G00 G02; G20 G22] symmetric, w = [w0 w2]: w0 . (w0 G00 + 2 w2 G20) + w2 . (w2 G22),
-        // three quarters of the products of w G.
-        const float* const gram = gram_all[g].data();
-        gemm({.m = rows, .n = pairs0, .k = pairs0, .a = w, .lda = ldw, .b = gram, .ldb = r, .b_transposed = true,
-              .c = quad, .ldc = r});
-        gemm({.m = rows, .n = pairs0, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r, .ldb = r,
-              .b_transposed = false, .c = quad, .ldc = r, .accumulate = true});
-        gemm({.m = rows, .n = pairs1, .k = pairs1, .a = p2, .lda = ldw, .b = gram + pairs0 * r + pairs0, .ldb = r,
-              .b_transposed = true, .c = quad + pairs0, .ldc = r});
-        const std::vector<double> with_cross = row_dots(w, ldw, cross, r, rows, r);
-        std::vector<double> with_c(static_cast<size_t>(rows)), with_means(static_cast<size_t>(rows));
-        dot_rows_with(w, ldw, basis_dot_c[g].data(), rows, r, with_c.data());
-        dot_rows_with(w, ldw, basis0_means[g].data(), rows, pairs0, with_means.data());
-        const std::vector<double> with_quad = row_dots(w, ldw, quad, r, rows, r);
-        for (int64_t i = 0; i < rows; ++i) {
-          const auto k = static_cast<size_t>(i);
-          const double a1 = row_scale1[g][r0 + i];
-          const double cross_i = with_cross[k] - with_means[k] * image.s_dot_g1[r0 + i];
-          const double norm2 = a1 * a1 * image.s_norm2[r0 + i] + 2.0 * a1 * image.s_dot_c[r0 + i] + image.c_norm2 +
-                               2.0 * a1 * cross_i + 2.0 * with_c[k] + with_quad[k];
-          const float a2 = inverse_std(norm2, c);
-          row_scale2[g][r0 + i] = static_cast<float>(a1) * a2;
-          a2s[i] = a2;
-        }
-        float* const f = final_coef[g].data() + r0 * ldf;
-        scale_rows_without_group_firsts(a2s, w, ldw, rows, heads0 + heads1, t, f, ldf);
-        for (int64_t i = 0; i < rows; ++i) {
-          f[i * ldf + ldf - 2] = row_scale2[g][r0 + i];
-          f[i * ldf + ldf - 1] = a2s[i];
-        }
-        if (finishing) finishing->attention.add_block(g, r0, r1);
-      }
-    });
+  if (finish_rows.empty()) {
+    passes.block1_image_update("decoder: image -> token attention", [](size_t, int64_t, int64_t) {});
+  } else {
+    FinalTokens finishing = final_tokens_attention(final_attn_, outputs, finish_rows, image);
+    passes.block1_image_update("decoder: image -> token attention, then token -> image",
+                               [&](size_t g, int64_t r0, int64_t r1) { finishing.attention.add_block(g, r0, r1); });
+    ScopedStage stage("decoder: final token -> image attention");
+    const std::vector<Tensor> finished = finishing.finish(final_norm_);
+    for (size_t g = 0; g < prompts.size(); ++g) out[g].finished = finished[g];
   }
 
-  if (finishing) {
-    ScopedStage stage("decoder: final token -> image attention");
-    const std::vector<Tensor> finished = finishing->finish(final_norm_);
-    for (size_t g = 0; g < count; ++g) out[g].finished = finished[g];
+  if (after_block0 != nullptr) {
+    after_block0->clear();
+    for (size_t g = 0; g < prompts.size(); ++g) {
+      const PromptState& p = prompts[g];
+      const int64_t rows = p.coef.dim(0), pairs0 = p.block0_basis.dim(0), ldw = p.coef.dim(1);
+      Tensor coef0 = Tensor::uninitialized({rows, pairs0});
+      for (int64_t i = 0; i < rows; ++i) std::copy_n(p.coef.data() + i * ldw, pairs0, coef0.data() + i * pairs0);
+      after_block0->push_back({queries_after_block0[g], {p.block0_row_scale, coef0, p.block0_basis, first_.norm4.bias}});
+    }
   }
   return out;
 }

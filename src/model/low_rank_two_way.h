@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/two_way_transformer.h"
+#include "model/two_way_weights.h"
 
 namespace sam2rt {
 
@@ -22,8 +22,9 @@ namespace sam2rt {
 // projection of shared_k made once per image and a product of the prompt's
 // coefficients, K = heads * tokens per block instead of the width C. The
 // attention scores against the token keys are per-head dot products
-// (kernels/decoder_head_products). Same function as TwoWayTransformer::forward in
-// exact arithmetic; the rounding differs.
+// (kernels/decoder_head_products). Same function as the reference MaskDecoder's
+// transformer in exact arithmetic; the rounding differs. The derivation, and
+// which test checks each identity: docs/LOW_RANK.md.
 
 // The image rows after the transformer: row i = row_scale[i] * shared[i] + coef[i] . basis + bias,
 // shared = LowRankImage::final_shared.
@@ -32,6 +33,15 @@ struct LowRankKeys {
   Tensor coef;       // [HW, R]
   Tensor basis;      // [R, C]
   Tensor bias;       // [C]
+};
+
+// A prompt's tokens [T, C] and image rows after block 0: row i = row_scale[i] *
+// s_i + coef[i] . basis + bias, s the image's src plus block 0's image -> token
+// out_proj bias, centered per row, times block 0's norm4 weight. What the
+// stage-by-stage comparison with the reference decoder reads.
+struct LowRankBlock0 {
+  Tensor queries;
+  LowRankKeys keys;
 };
 
 // What every prompt on the image shares, from TransformerImageInput (src S, pe).
@@ -63,10 +73,7 @@ struct LowRankImage {
 
 class LowRankTwoWayTransformer {
  public:
-  explicit LowRankTwoWayTransformer(const TwoWayTransformer& transformer);
-
-  // Whether this form applies (two blocks, as in every SAM 2.1 model).
-  static bool applies(const TwoWayTransformer& transformer) { return transformer.layers().size() == 2; }
+  explicit LowRankTwoWayTransformer(const TwoWayTransformerWeights& transformer);
 
   LowRankImage prepare_image(const TransformerImageInput& input, const Tensor& image_pe, int threads) const;
 
@@ -87,9 +94,10 @@ class LowRankTwoWayTransformer {
   // The final attention and norm of the token rows finish_rows (as
   // final_tokens, the same bits) run in the last pass over the image rows,
   // each block attended while it is in cache: Output::finished.
+  // after_block0 (when given) receives each prompt's state after block 0.
   std::vector<Output> forward(const std::vector<Tensor>& tokens, const TransformerImageInput& input,
-                              const LowRankImage& image, const std::vector<int64_t>& finish_rows,
-                              int threads) const;
+                              const LowRankImage& image, const std::vector<int64_t>& finish_rows, int threads,
+                              std::vector<LowRankBlock0>* after_block0 = nullptr) const;
   // The final attention and norm of the rows token_rows of each prompt's
   // tokens: [token_rows.size(), C] each. Tokens attend to the image
   // independently of each other, so a caller computes only the output tokens it

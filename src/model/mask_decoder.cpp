@@ -1,310 +1,497 @@
 #include "model/mask_decoder.h"
 
 #include <algorithm>
-#include <memory>
-#include <string>
+#include <cmath>
+#include <mutex>
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/buffer_pool.h"
-#include "kernels/conv_transpose.h"
-#include "kernels/decoder_gelu.h"
-#include "kernels/decoder_rows.h"
-#include "kernels/decoder_threads.h"
-#include "kernels/gemm.h"
 #include "kernels/layout.h"
-#include "kernels/mask_products.h"
 #include "kernels/stage_profile.h"
-#include "kernels/thread_scratch.h"
 
 namespace sam2rt {
 
 namespace {
 
-constexpr float kLayerNorm2dEps = 1e-6f;
-// Rows of the E x E token grid per block of the upscaling pass: 2 rows make
-// 8 rows of the 4E x 4E map, a few hundred KB of scratch per thread.
-constexpr int64_t kUpscaleRowBlock = 2;
-// Rows of the decoder's tokens: [object score, IoU, mask tokens..., prompt tokens...].
-constexpr int64_t kObjectScoreToken = 0, kIouToken = 1, kFirstMaskToken = 2;
-// Image rows per block of the per-image projection (as in the transformer).
-constexpr int64_t kImageRowBlock = 256;
+constexpr float kTransformerLayerNormEps = 1e-5f;  // nn.LayerNorm's default, as in TwoWayTransformer
+constexpr float kLayerNorm2dEps = 1e-6f;           // the upscaling's LayerNorm2d
 
-// [1, C, H, W] -> [H*W, C], on the process's pool: the per-image state reuses
-// memory the encoder has given back instead of touching fresh pages.
-Tensor channels_last(const Tensor& nchw) {
-  Tensor hwc = BufferPool::shared().tensor({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
-  nchw_to_hwc_into(nchw, hwc);
-  return hwc;
+// [1, C, H, W] -> [H*W, C]
+Tensor channels_last_rows(const Tensor& nchw) {
+  return nchw_to_hwc(nchw).reshaped({nchw.dim(2) * nchw.dim(3), nchw.dim(1)});
 }
 
-// Row t of [T, C] tokens as a [1, C] tensor.
-Tensor token_row(const Tensor& tokens, int64_t t) {
-  const int64_t c = tokens.dim(1);
-  Tensor row({1, c});
-  std::copy_n(tokens.data() + t * c, c, row.data());
-  return row;
-}
-
-// Every prompt's low-res logits ([T, L, L], 1 MB for SAM 2.1) on recycled memory:
-// fresh memory costs a page fault per 4 KiB, and a batch of prompts would fault
-// them in again on every call.
-Tensor mask_logits(Shape shape) {
-  BufferPool& pool = BufferPool::shared();
-  return pool.tensor(std::move(shape));
+LinearHandle load_linear(Backend& backend, const WeightMap& weights, const std::string& prefix) {
+  return backend.linear(weights.at(prefix + ".weight"), weights.at(prefix + ".bias"), Precision::fp32);
 }
 
 }  // namespace
 
-MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, const Tensor& image_pe)
-    : config_(config),
-      num_mask_tokens_(config.num_multimask_outputs + 1),
-      image_pe_(channels_last(image_pe)),
-      transformer_(config, weights, "sam_mask_decoder.transformer") {
-  if (LowRankTwoWayTransformer::applies(transformer_)) low_rank_.emplace(transformer_);
+// transformer.Attention: q/k/v projections to the internal width, multi-head
+// softmax(q k^T / sqrt(d)) v, out projection.
+struct MaskDecoder::Attention {
+  LinearHandle q_proj, k_proj, v_proj, out_proj;
+  int64_t heads = 1;
+
+  Attention(Backend& backend, const WeightMap& weights, const std::string& prefix, int64_t num_heads)
+      : q_proj(load_linear(backend, weights, prefix + ".q_proj")),
+        k_proj(load_linear(backend, weights, prefix + ".k_proj")),
+        v_proj(load_linear(backend, weights, prefix + ".v_proj")),
+        out_proj(load_linear(backend, weights, prefix + ".out_proj")),
+        heads(num_heads) {
+    if (q_proj.out_features % heads != 0) {
+      throw Error(prefix + ": internal width " + std::to_string(q_proj.out_features) + " is not divisible by " +
+                  std::to_string(heads) + " heads");
+    }
+  }
+
+  // For each of `prompts` prompts, its queries [nq, C] against its keys and
+  // values [nk, C] -> [prompts * nq, C]. Each input holds every prompt's rows
+  // (prompts * rows) or one set all prompts share (rows): that one's projection
+  // is computed once and the attention reads it for every prompt.
+  DeviceTensor operator()(Backend& backend, const DeviceTensor& q_in, const DeviceTensor& k_in,
+                          const DeviceTensor& v_in, int64_t prompts, int64_t nq, int64_t nk) const {
+    const int64_t width = q_proj.out_features, head_dim = width / heads;
+    auto per_prompt_stride = [&](const DeviceTensor& x, int64_t rows, const char* name) -> int64_t {
+      if (x.dim(0) == rows) return 0;
+      if (x.dim(0) != prompts * rows) {
+        throw Error(std::string("mask decoder: attention ") + name + " has " + std::to_string(x.dim(0)) +
+                    " rows, not " + std::to_string(rows) + " or " + std::to_string(prompts) + " x " +
+                    std::to_string(rows));
+      }
+      return rows * width;
+    };
+    const int64_t q_stride = per_prompt_stride(q_in, nq, "q"), k_stride = per_prompt_stride(k_in, nk, "k"),
+                  v_stride = per_prompt_stride(v_in, nk, "v");
+    DeviceTensor q = backend.tensor({q_in.dim(0), width}), k = backend.tensor({k_in.dim(0), width}),
+                 v = backend.tensor({v_in.dim(0), width});
+    backend.linear_forward(q_proj, q_in, q_in.dim(0), q, Epilogue::none);
+    backend.linear_forward(k_proj, k_in, k_in.dim(0), k, Epilogue::none);
+    backend.linear_forward(v_proj, v_in, v_in.dim(0), v, Epilogue::none);
+    DeviceTensor mixed = backend.tensor({prompts * nq, width});
+    backend.attention({.nq = nq,
+                       .nk = nk,
+                       .heads = heads,
+                       .head_dim = head_dim,
+                       .q = q,
+                       .k = k,
+                       .v = v,
+                       .out = mixed,
+                       .ldq = width,
+                       .ldk = width,
+                       .ldv = width,
+                       .ldo = width,
+                       .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))),
+                       .batches = prompts,
+                       .q_batch_stride = q_stride,
+                       .k_batch_stride = k_stride,
+                       .v_batch_stride = v_stride,
+                       .o_batch_stride = nq * width});
+    DeviceTensor out = backend.tensor({prompts * nq, out_proj.out_features});
+    backend.linear_forward(out_proj, mixed, prompts * nq, out, Epilogue::none);
+    return out;
+  }
+};
+
+// sam2_utils.MLP: ReLU between the layers, optional sigmoid on the output.
+struct MaskDecoder::Mlp {
+  std::vector<LinearHandle> layers;
+  bool sigmoid_output = false;
+
+  Mlp(Backend& backend, const WeightMap& weights, const std::string& prefix, int num_layers, bool sigmoid = false)
+      : sigmoid_output(sigmoid) {
+    for (int i = 0; i < num_layers; ++i) {
+      layers.push_back(load_linear(backend, weights, prefix + ".layers." + std::to_string(i)));
+    }
+  }
+
+  // x [rows, in] -> y [rows, out].
+  void operator()(Backend& backend, const DeviceTensor& x, DeviceTensor& y) const {
+    const int64_t rows = x.dim(0);
+    DeviceTensor h = x;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) {
+      DeviceTensor next = backend.tensor({rows, layers[i].out_features});
+      backend.linear_forward(layers[i], h, rows, next, Epilogue::relu);
+      h = next;
+    }
+    backend.linear_forward(layers.back(), h, rows, y, Epilogue::none);
+    if (sigmoid_output) backend.sigmoid(y);
+  }
+};
+
+struct LayerNormWeights {
+  DeviceTensor weight, bias;
+};
+
+// One TwoWayAttentionBlock.
+struct MaskDecoder::Block {
+  Attention self_attn, cross_attn_token_to_image, cross_attn_image_to_token;
+  LayerNormWeights norm1, norm2, norm3, norm4;
+  Mlp mlp;
+  bool skip_first_layer_pe = false;
+};
+
+DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFeatures& features) {
+  std::lock_guard lock(backend.run_mutex());
+  // Written into persistent tensors rather than made constants: an image's
+  // features are an upload per image (Backend::transfers counts them), not part of the model.
+  auto upload = [&backend](const Tensor& nchw) {
+    const Tensor hwc = nchw_to_hwc(nchw);
+    DeviceTensor x = backend.persistent(hwc.shape());
+    backend.write(x, hwc);
+    return x;
+  };
+  return {upload(features.image_embed), upload(features.feat_s1), upload(features.feat_s0)};
+}
+
+MaskDecoder::MaskDecoder(const ModelConfig& config, const WeightMap& weights, const Tensor& image_pe,
+                         const Tensor& no_mask_dense, std::shared_ptr<Backend> backend)
+    : config_(config), num_mask_tokens_(config.num_multimask_outputs + 1), backend_(std::move(backend)) {
+  if (backend_ == nullptr) throw Error("mask decoder: no backend");
   if (!config.use_high_res_features_in_sam || !config.pred_obj_scores || !config.pred_obj_scores_mlp) {
     throw Error("model config '" + config.name +
                 "': the mask decoder needs use_high_res_features_in_sam, pred_obj_scores and pred_obj_scores_mlp "
                 "(every SAM 2.1 checkpoint has them)");
   }
+  Backend& b = *backend_;
   const std::string p = "sam_mask_decoder.";
-  obj_score_token_ = weights.at(p + "obj_score_token.weight");
-  iou_token_ = weights.at(p + "iou_token.weight");
-  mask_tokens_ = weights.at(p + "mask_tokens.weight");
-  upscale0_taps_ = pack_conv_transpose_2x2_taps(weights.at(p + "output_upscaling.0.weight"));
-  upscale0_b_ = weights.at(p + "output_upscaling.0.bias");
-  upscale_norm_w_ = weights.at(p + "output_upscaling.1.weight");
-  upscale_norm_b_ = weights.at(p + "output_upscaling.1.bias");
-  upscale3_tap_rows_ = pack_conv_transpose_2x2_tap_rows(weights.at(p + "output_upscaling.3.weight"));
-  upscale3_b_ = weights.at(p + "output_upscaling.3.bias");
-  for (int i = 0; i < num_mask_tokens_; ++i) {
-    hypernetworks_.push_back(DecoderMlp::load(weights, p + "output_hypernetworks_mlps." + std::to_string(i), 3));
+  const int64_t c = config.embed_dim(), e = config.image_embedding_size();
+  fixed_tokens_ = Tensor({2 + num_mask_tokens_, c});
+  float* row = fixed_tokens_.data();
+  row = std::copy_n(weights.at(p + "obj_score_token.weight").data(), c, row);
+  row = std::copy_n(weights.at(p + "iou_token.weight").data(), c, row);
+  std::copy_n(weights.at(p + "mask_tokens.weight").data(), num_mask_tokens_ * c, row);
+  image_pe_ = b.constant(channels_last_rows(image_pe));
+  no_mask_dense_ = b.constant(channels_last_rows(no_mask_dense));
+  mask_downscaling_ = std::make_unique<DeviceMaskDownscaling>(config, weights, b);
+
+  const std::string t = p + "transformer.";
+  const int64_t heads = config.decoder_num_heads;
+  auto norm = [&](const std::string& prefix) {
+    return LayerNormWeights{b.constant(weights.at(prefix + ".weight")), b.constant(weights.at(prefix + ".bias"))};
+  };
+  for (int i = 0; i < config.decoder_depth; ++i) {
+    const std::string l = t + "layers." + std::to_string(i);
+    blocks_.push_back(Block{Attention(b, weights, l + ".self_attn", heads),
+                            Attention(b, weights, l + ".cross_attn_token_to_image", heads),
+                            Attention(b, weights, l + ".cross_attn_image_to_token", heads), norm(l + ".norm1"),
+                            norm(l + ".norm2"), norm(l + ".norm3"), norm(l + ".norm4"), Mlp(b, weights, l + ".mlp", 2),
+                            i == 0});
   }
-  iou_head_ = DecoderMlp::load(weights, p + "iou_prediction_head", config.iou_head_depth,
-                               config.iou_prediction_use_sigmoid);
-  obj_score_head_ = DecoderMlp::load(weights, p + "pred_obj_score_head", 3);
+  if (blocks_.empty()) throw Error("model config '" + config.name + "': decoder_depth must be at least 1");
+  final_attention_ = std::make_unique<Attention>(b, weights, t + "final_attn_token_to_image", heads);
+  const LayerNormWeights final_norm = norm(t + "norm_final_attn");
+  final_norm_weight_ = final_norm.weight;
+  final_norm_bias_ = final_norm.bias;
+
+  upscale0_weight_ = b.constant(weights.at(p + "output_upscaling.0.weight"));
+  upscale0_bias_ = b.constant(weights.at(p + "output_upscaling.0.bias"));
+  upscale_norm_weight_ = b.constant(weights.at(p + "output_upscaling.1.weight"));
+  upscale_norm_bias_ = b.constant(weights.at(p + "output_upscaling.1.bias"));
+  upscale3_weight_ = b.constant(weights.at(p + "output_upscaling.3.weight"));
+  upscale3_bias_ = b.constant(weights.at(p + "output_upscaling.3.bias"));
+  for (int i = 0; i < num_mask_tokens_; ++i) {
+    hypernetworks_.emplace_back(b, weights, p + "output_hypernetworks_mlps." + std::to_string(i), 3);
+  }
+  iou_head_ = std::make_unique<Mlp>(b, weights, p + "iou_prediction_head", config.iou_head_depth,
+                                    config.iou_prediction_use_sigmoid);
+  object_score_head_ = std::make_unique<Mlp>(b, weights, p + "pred_obj_score_head", 3);
+
+  image_embed_ = b.persistent({e * e, c});
+  src_ = b.persistent({e * e, c});
+  feat_s1_ = b.persistent({2 * e, 2 * e, c / 4});
+  feat_s0_ = b.persistent({4 * e, 4 * e, c / 8});
 }
 
-void check_decoder_features(const DecoderFeatures& f, const ModelConfig& config) {
-  const DecoderFeatureShapes want = decoder_feature_shapes(config);
-  auto check = [](const Tensor& t, const Shape& want, const char* name) {
-    if (t.shape() != want) {
-      throw Error(std::string("decoder features: ") + name + " has shape " + shape_to_string(t.shape()) +
+MaskDecoder::~MaskDecoder() = default;
+
+void MaskDecoder::set_image(const DeviceDecoderFeatures& features) const {
+  if (features.image_embed.shares_storage_with(image_.image_embed) &&
+      features.feat_s1.shares_storage_with(image_.feat_s1) && features.feat_s0.shares_storage_with(image_.feat_s0)) {
+    return;
+  }
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size();
+  auto check = [](const DeviceTensor& x, const Shape& want, const char* name) {
+    if (x.shape() != want) {
+      throw Error(std::string("mask decoder: ") + name + " has shape " + shape_to_string(x.shape()) +
                   ", expected " + shape_to_string(want) + " for this model config");
     }
   };
-  check(f.image_embed, want.image_embed, "image_embed");
-  check(f.feat_s1, want.feat_s1, "feat_s1");
-  check(f.feat_s0, want.feat_s0, "feat_s0");
-}
-
-DecoderImageState MaskDecoder::prepare_image(const DecoderFeatures& features, const Tensor& no_mask_dense,
-                                             int threads) const {
-  check_decoder_features(features, config_);
-  DecoderImageState image{.image_embed = channels_last(features.image_embed),
-                          .no_mask = {},
-                          .feat_s1 = channels_last(features.feat_s1),
-                          .feat_s0_taps = BufferPool::shared().tensor({features.feat_s0.numel()}),
-                          .low_rank = {},
-                          .upscale0_shared = {}};
-  nchw_to_2x2_taps_into(features.feat_s0, image.feat_s0_taps);
-  image.no_mask = prepare_dense(image, no_mask_dense, threads);
-  if (low_rank_) {
-    image.low_rank = low_rank_->prepare_image(image.no_mask, image_pe_, threads);
-    const Tensor& shared = image.low_rank.final_shared;
-    const int64_t c = shared.dim(1), taps = upscale0_taps_.dim(1);
-    image.upscale0_shared = BufferPool::shared().tensor({shared.dim(0), taps});
-    for_row_blocks(threads, shared.dim(0), kImageRowBlock, [&](int64_t r0, int64_t r1) {
-      gemm({.m = r1 - r0, .n = taps, .k = c, .a = shared.data() + r0 * c, .lda = c, .b = upscale0_taps_.data(),
-            .ldb = taps, .b_transposed = false, .c = image.upscale0_shared.data() + r0 * taps, .ldc = taps});
-    });
-    image.low_rank.final_shared = Tensor();
-  }
-  return image;
-}
-
-TransformerImageInput MaskDecoder::prepare_dense(const DecoderImageState& image, const Tensor& dense,
-                                                 int threads) const {
-  // src = dense + image_embed (MaskDecoder.predict_masks), flattened channels-last.
-  Tensor src = channels_last(dense);
-  add_rows_inplace(src.data(), image.image_embed.data(), src.numel());
-  return transformer_.prepare_image(std::move(src), image_pe_, threads);
+  check(features.image_embed, {e, e, c}, "image_embed");
+  check(features.feat_s1, {2 * e, 2 * e, c / 4}, "feat_s1");
+  check(features.feat_s0, {4 * e, 4 * e, c / 8}, "feat_s0");
+  Backend& b = *backend_;
+  run_once(b, [&] {
+    b.copy(features.image_embed, image_embed_);
+    // src = image_embed + dense (MaskDecoder.predict_masks), for every prompt without mask input.
+    b.add(image_embed_, no_mask_dense_, src_);
+    b.copy(features.feat_s1, feat_s1_);
+    b.copy(features.feat_s0, feat_s0_);
+  });
+  image_ = features;
 }
 
 Tensor MaskDecoder::tokens(const Tensor& sparse) const {
-  const int64_t num_sparse = sparse.numel() / config_.embed_dim(), c = config_.embed_dim();
-  // tokens = [obj_score, iou, mask_0..T-1, sparse prompts]
-  Tensor tokens({2 + num_mask_tokens_ + num_sparse, c});
-  float* row = tokens.data();
-  row = std::copy_n(obj_score_token_.data(), c, row);
-  row = std::copy_n(iou_token_.data(), c, row);
-  row = std::copy_n(mask_tokens_.data(), num_mask_tokens_ * c, row);
-  std::copy_n(sparse.data(), num_sparse * c, row);
+  const int64_t c = config_.embed_dim(), num_sparse = sparse.numel() / c;
+  if (sparse.numel() != num_sparse * c) {
+    throw Error("mask decoder: sparse embeddings " + shape_to_string(sparse.shape()) + " are not rows of " +
+                std::to_string(c));
+  }
+  // tokens = [obj_score, iou, mask_0..M-1, sparse prompts]
+  Tensor tokens({fixed_tokens_.dim(0) + num_sparse, c});
+  std::copy_n(sparse.data(), sparse.numel(), std::copy(fixed_tokens_.begin(), fixed_tokens_.end(), tokens.data()));
   return tokens;
 }
 
-void MaskDecoder::iou_head(const Tensor& iou_token, MaskDecoderOutput& result) const {
-  ScopedStage stage("decoder: output heads");
-  result.iou = iou_head_(iou_token).reshaped({static_cast<int64_t>(num_mask_tokens_)});
-}
-
-Tensor MaskDecoder::mask_heads(const Tensor& final_tokens, int64_t object_row, int64_t first_mask_row,
-                               MaskDecoderOutput& result) const {
-  // Each mask token's hypernetwork gives per-channel weights; the mask is their dot with the upscaled map.
-  ScopedStage stage("decoder: output heads");
-  result.object_score_logit = obj_score_head_(token_row(final_tokens, object_row))[0];
-  const int64_t up_c = upscale3_b_.numel(), first = result.first_mask_token, masks = num_mask_tokens_ - first;
-  Tensor hyper({masks, up_c});
-  for (int64_t m = 0; m < masks; ++m) {
-    const Tensor h = hypernetworks_[static_cast<size_t>(first + m)](token_row(final_tokens, first_mask_row + m));
-    std::copy_n(h.data(), up_c, hyper.data() + m * up_c);
+void MaskDecoder::forward(Decode& decode, TransformerTrace* trace) const {
+  Backend& b = *backend_;
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size(), pixels = e * e;
+  const int64_t prompts = decode.prompts;
+  const DeviceTensor& query_pe = decode.tokens;
+  const int64_t t = query_pe.dim(0) / prompts;  // tokens per prompt
+  const bool with_mask_inputs = !decode.mask_inputs.empty();
+  if (with_mask_inputs) {
+    // Each prompt's tokens and mask input, uploaded together, apart.
+    const int64_t token_values = t * c, mask_values = decode.mask_inputs.numel() / prompts;
+    const int64_t stride = token_values + mask_values;
+    b.copy_rows(decode.inputs, 0, stride, decode.tokens, 0, token_values, token_values, prompts);
+    b.copy_rows(decode.inputs, token_values, stride, decode.mask_inputs, 0, mask_values, mask_values, prompts);
   }
-  return hyper;
-}
+  // x + y; the larger first where one is a tensor all prompts share (their
+  // keys before the first image update): float addition commutes, bit for bit.
+  auto add = [&b](const DeviceTensor& x, const DeviceTensor& y) {
+    const bool swap = y.numel() > x.numel();
+    DeviceTensor sum = b.tensor(swap ? y.shape() : x.shape());
+    b.add(swap ? y : x, swap ? x : y, sum);
+    return sum;
+  };
+  // norm(x + y), the post-norm residual of every step of the transformer.
+  auto add_norm = [&](const DeviceTensor& x, const DeviceTensor& y, const LayerNormWeights& norm) {
+    const DeviceTensor sum = add(x, y);
+    DeviceTensor normed = b.tensor(sum.shape());
+    b.layer_norm_rows(sum, norm.weight, norm.bias, kTransformerLayerNormEps, normed);
+    return normed;
+  };
 
-template <typename FirstConv>
-void MaskDecoder::upscale(const DecoderImageState& image, const std::vector<const Tensor*>& hypers,
-                          FirstConv first_conv, const std::vector<MaskDecoderOutput*>& results, int threads) const {
-  // Upscale the image tokens back to 4E x 4E, mixing in the high-resolution
-  // features, a band of rows at a time: ConvTranspose + feat_s1 (one pass),
-  // LayerNorm2d, GELU, ConvTranspose + feat_s0 (one pass), GELU, then the
-  // hypernetwork dot products. The prompts take turns within each band, so that
-  // its rows of the per-image maps are read from memory once for all of them.
-  ScopedStage stage("decoder: upscaling + mask products");
-  const int64_t e = config_.image_embedding_size();
-  const int64_t up1_c = upscale0_b_.numel(), up_c = upscale3_b_.numel();
-  const int64_t l = 4 * e, pixels = l * l;
-  for (size_t g = 0; g < results.size(); ++g) results[g]->masks = mask_logits({hypers[g]->dim(0), l, l});
-  for_row_blocks(threads, e, kUpscaleRowBlock, [&](int64_t i0, int64_t i1) {
-    const int64_t rows = i1 - i0;
-    const int64_t up1_rows = 2 * rows, up1_pixels = up1_rows * 2 * e;
-    float* const scratch = thread_scratch(0, std::max(rows * e * 4 * up1_c, up1_pixels * 4 * up_c));
-    float* const up1 = thread_scratch(1, up1_pixels * up1_c);
-    float* const up = thread_scratch(2, 2 * e);
-    for (size_t g = 0; g < results.size(); ++g) {
-      first_conv(g, i0, rows, image.feat_s1.data() + 2 * i0 * 2 * e * up1_c, up1, scratch);
-      // The elementwise steps a map row at a time, while the row is in L1.
-      const int64_t up1_row = 2 * e * up1_c;
-      for (int64_t r = 0; r < up1_rows; ++r) {
-        float* const row = up1 + r * up1_row;
-        add_layer_norm_rows(row, nullptr, 2 * e, up1_c, upscale_norm_w_.data(), upscale_norm_b_.data(),
-                            kLayerNorm2dEps);
-        gelu_exact_inplace(row, up1_row);
-      }
-      // The second ConvTranspose's products for the band as planar taps (a row
-      // per tap and channel), then per row of its input the two rows of the
-      // 4E x 4E map it makes (+ bias + feat_s0), GELU and the mask products.
-      const int64_t taps = upscale3_tap_rows_.dim(0);
-      gemm({.m = taps, .n = up1_rows * 2 * e, .k = up1_c, .a = upscale3_tap_rows_.data(), .lda = up1_c, .b = up1,
-            .ldb = up1_c, .b_transposed = true, .c = scratch, .ldc = up1_rows * 2 * e});
-      for (int64_t r = 0; r < up1_rows; ++r) {
-        const int64_t first_pixel = (4 * i0 + 2 * r) * l;
-        upscaled_mask_products({.taps = scratch + r * 2 * e, .ld_taps = up1_rows * 2 * e, .w = 2 * e, .cout = up_c,
-                                .bias = upscale3_b_.data(),
-                                .skip = image.feat_s0_taps.data() + (2 * i0 + r) * taps * 2 * e,
-                                .hyper = hypers[g]->data(), .masks = hypers[g]->dim(0),
-                                .out = results[g]->masks.data() + first_pixel, .ldo = pixels, .scratch = up});
-      }
+  // The two-way transformer (TwoWayTransformer.forward, TwoWayAttentionBlock),
+  // over the rows of every prompt. The keys (image side) start as src, one
+  // tensor the prompts share ([E*E, C]), and become each prompt's own ([B *
+  // E*E, C]) at the first image-to-token update; with mask inputs they are
+  // each prompt's from the start: image_embed plus its dense embedding.
+  DeviceTensor queries = query_pe;
+  DeviceTensor keys = src_;
+  if (with_mask_inputs) keys = add(image_embed_, (*mask_downscaling_)(b, decode.mask_inputs));
+  for (const Block& block : blocks_) {
+    if (block.skip_first_layer_pe) {
+      const DeviceTensor attended = block.self_attn(b, queries, queries, queries, prompts, t, t);
+      DeviceTensor normed = b.tensor(queries.shape());
+      b.layer_norm_rows(attended, block.norm1.weight, block.norm1.bias, kTransformerLayerNormEps, normed);
+      queries = normed;
+    } else {
+      const DeviceTensor q = add(queries, query_pe);
+      queries = add_norm(queries, block.self_attn(b, q, q, queries, prompts, t, t), block.norm1);
     }
-  });
-}
-
-MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const TransformerImageInput& input,
-                                             const Tensor& sparse, int threads, const MasksWanted& wanted,
-                                             MaskTokens mask_tokens) const {
-  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
-  const TwoWayTransformer::Output out = transformer_.forward(tokens(sparse), input, image_pe_, threads);
-  MaskDecoderOutput result;
-  result.first_mask_token = first_mask_token(mask_tokens);
-  iou_head(token_row(out.queries, kIouToken), result);
-  if (wanted && !wanted(result.iou)) return result;
-  const Tensor hyper =
-      mask_heads(out.queries, kObjectScoreToken, kFirstMaskToken + result.first_mask_token, result);
-  upscale(
-      image, {&hyper},
-      [&](size_t, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
-        conv_transpose_2x2_stride2_hwc(out.keys.data() + i0 * e * c, rows, e, c, upscale0_taps_, upscale0_b_, up1,
-                                       scratch, skip);
-      },
-      {&result}, threads);
-  return result;
-}
-
-MaskDecoderOutput MaskDecoder::predict_masks(const DecoderImageState& image, const Tensor& sparse, int threads,
-                                             const MasksWanted& wanted, MaskTokens mask_tokens) const {
-  if (!low_rank_ || image.upscale0_shared.empty()) {
-    return predict_masks(image, image.no_mask, sparse, threads, wanted, mask_tokens);
-  }
-  return std::move(predict_masks(image, std::vector<Tensor>{sparse}, threads, wanted, mask_tokens).front());
-}
-
-std::vector<MaskDecoderOutput> MaskDecoder::predict_masks(const DecoderImageState& image,
-                                                          const std::vector<Tensor>& sparse, int threads,
-                                                          const MasksWanted& wanted, MaskTokens mask_tokens) const {
-  const size_t count = sparse.size();
-  std::vector<MaskDecoderOutput> results(count);
-  if (!low_rank_ || image.upscale0_shared.empty()) {
-    for (size_t g = 0; g < count; ++g) {
-      results[g] = predict_masks(image, image.no_mask, sparse[g], threads, wanted, mask_tokens);
+    const DeviceTensor keys_pe = add(keys, image_pe_);
+    queries = add_norm(queries,
+                       block.cross_attn_token_to_image(b, add(queries, query_pe), keys_pe, keys, prompts, t, pixels),
+                       block.norm2);
+    DeviceTensor mlp_out = b.tensor(queries.shape());
+    block.mlp(b, queries, mlp_out);
+    queries = add_norm(queries, mlp_out, block.norm3);
+    keys = add_norm(
+        keys, block.cross_attn_image_to_token(b, keys_pe, add(queries, query_pe), queries, prompts, pixels, t),
+        block.norm4);
+    if (trace != nullptr) {
+      trace->queries_after_block.push_back(b.download(queries));
+      trace->keys_after_block.push_back(b.download(keys));
     }
-    return results;
   }
-  const int64_t first = first_mask_token(mask_tokens);
-  for (MaskDecoderOutput& result : results) result.first_mask_token = first;
-  std::vector<Tensor> prompt_tokens(count);
-  for (size_t g = 0; g < count; ++g) prompt_tokens[g] = tokens(sparse[g]);
-  // The final attention for the IoU token of every prompt (in the
-  // transformer's last pass), then for the object score and mask tokens of the
-  // prompts whose masks are wanted: the prompt tokens' outputs are never read.
-  const std::vector<LowRankTwoWayTransformer::Output> out =
-      low_rank_->forward(prompt_tokens, image.no_mask, image.low_rank, {kIouToken}, threads);
-  std::vector<const LowRankTwoWayTransformer::Output*> kept;
-  std::vector<MaskDecoderOutput*> upscaled;
-  for (size_t g = 0; g < count; ++g) {
-    iou_head(out[g].finished, results[g]);
-    if (wanted && !wanted(results[g].iou)) continue;
-    kept.push_back(&out[g]);
-    upscaled.push_back(&results[g]);
+  const DeviceTensor keys_pe = add(keys, image_pe_);
+  queries = add_norm(queries, (*final_attention_)(b, add(queries, query_pe), keys_pe, keys, prompts, t, pixels),
+                     {final_norm_weight_, final_norm_bias_});
+  if (trace != nullptr) trace->final_queries = b.download(queries);
+
+  // The upscaling: act1(ln1(dc1(src) + feat_s1)), then act2(dc2(.) + feat_s0),
+  // on the prompts' maps stacked along the height (a transposed 2x2 conv reads
+  // only its own input pixel), each plus the same high-resolution features.
+  const int64_t up1_c = upscale0_bias_.numel(), up_c = upscale3_bias_.numel(), l = 4 * e;
+  DeviceTensor up1 = b.tensor({prompts * 2 * e, 2 * e, up1_c}), up1_normed = b.tensor(up1.shape());
+  b.conv_transpose2x2(keys.reshaped({prompts * e, e, c}), upscale0_weight_, upscale0_bias_, feat_s1_, up1);
+  b.layer_norm_rows(up1, upscale_norm_weight_, upscale_norm_bias_, kLayerNorm2dEps, up1_normed);
+  b.gelu(up1_normed);
+  DeviceTensor upscaled = b.tensor({prompts * l, l, up_c});
+  b.conv_transpose2x2(up1_normed, upscale3_weight_, upscale3_bias_, feat_s0_, upscaled);
+  b.gelu(upscaled);
+
+  // The heads on the output tokens [obj_score, iou, mask_0..M-1, ...] of each prompt.
+  auto token_rows = [&](int64_t row) {
+    DeviceTensor x = b.tensor({prompts, c});
+    b.copy_rows(queries, row * c, t * c, x, 0, c, c, prompts);
+    return x;
+  };
+  const int64_t m = num_mask_tokens_;
+  DeviceTensor hyper = b.tensor({prompts * m, up_c});
+  for (int64_t i = 0; i < m; ++i) {
+    DeviceTensor h = b.tensor({prompts, up_c});
+    hypernetworks_[static_cast<size_t>(i)](b, token_rows(2 + i), h);
+    b.copy_rows(h, 0, up_c, hyper, i * up_c, m * up_c, up_c, prompts);
   }
-  if (upscaled.empty()) return results;
-  // Row 0 of each final_tokens the object score's token, rows 1.. the mask tokens asked for.
-  std::vector<int64_t> mask_rows{kObjectScoreToken};
-  for (int64_t t = first; t < num_mask_tokens_; ++t) mask_rows.push_back(kFirstMaskToken + t);
-  const std::vector<Tensor> final_tokens = low_rank_->final_tokens(kept, mask_rows, image.low_rank, threads);
-  // The first ConvTranspose of each prompt's factored rows: row_scale * (shared
-  // taps) + coef (basis taps) + (bias taps + the layer's bias), then the scatter.
-  const int64_t e = config_.image_embedding_size(), c = config_.embed_dim();
-  const int64_t taps = upscale0_taps_.dim(1), up1_c = taps / 4;
-  std::vector<Tensor> hypers, basis_taps, bias_taps;
-  for (size_t u = 0; u < kept.size(); ++u) {
-    hypers.push_back(mask_heads(final_tokens[u], 0, 1, *upscaled[u]));
-    const LowRankKeys& k = kept[u]->keys;
-    const int64_t r = k.basis.dim(0);
-    Tensor basis = Tensor::uninitialized({r, taps}), bias = Tensor::uninitialized({1, taps});
-    gemm({.m = r, .n = taps, .k = c, .a = k.basis.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
-          .b_transposed = false, .c = basis.data(), .ldc = taps});
-    for (int64_t j = 0; j < taps; ++j) bias[j] = upscale0_b_[j % up1_c];
-    gemm({.m = 1, .n = taps, .k = c, .a = k.bias.data(), .lda = c, .b = upscale0_taps_.data(), .ldb = taps,
-          .b_transposed = false, .c = bias.data(), .ldc = taps, .accumulate = true});
-    basis_taps.push_back(std::move(basis));
-    bias_taps.push_back(std::move(bias));
+  DeviceTensor masks = b.tensor({prompts * m, l * l}), iou = b.tensor({prompts, m}),
+               object_score = b.tensor({prompts, 1});
+  b.matmul_transposed(hyper, upscaled.reshaped({prompts * l * l, up_c}), masks, prompts);
+  (*iou_head_)(b, token_rows(1), iou);
+  (*object_score_head_)(b, token_rows(0), object_score);
+  // Packed for one download (a device copies a few MB faster than it makes another round trip).
+  const int64_t packed = output_size();
+  b.copy_rows(masks, 0, m * l * l, decode.outputs, 0, packed, m * l * l, prompts);
+  b.copy_rows(iou, 0, m, decode.outputs, m * l * l, packed, m, prompts);
+  b.copy_rows(object_score, 0, 1, decode.outputs, m * l * l + m, packed, 1, prompts);
+}
+
+int64_t MaskDecoder::output_size() const {
+  const int64_t m = num_mask_tokens_, l = config_.low_res_mask_size();
+  return m * l * l + m + 1;
+}
+
+MaskDecoderOutput MaskDecoder::unpack(const Tensor& outputs, int64_t prompt) const {
+  const int64_t m = num_mask_tokens_, l = config_.low_res_mask_size(), first = prompt * output_size();
+  MaskDecoderOutput out;
+  out.masks = outputs.rows(first, m * l * l).reshaped({m, l, l});
+  out.iou = outputs.rows(first + m * l * l, m);
+  out.object_score_logit = outputs[first + m * l * l + m];
+  return out;
+}
+
+Tensor MaskDecoder::decode(const DeviceDecoderFeatures& features, const Tensor& inputs, int64_t prompts,
+                           int64_t tokens_per_prompt, bool with_mask_inputs, TransformerTrace* trace) const {
+  const int64_t c = config_.embed_dim(), l = config_.low_res_mask_size();
+  Backend& b = *backend_;
+  std::lock_guard lock(b.run_mutex());
+  set_image(features);
+  // The tensors a decode reads its inputs into and writes its outputs to.
+  auto allocate = [&](Decode& d, DeviceTensor uploaded) {
+    d.prompts = prompts;
+    d.inputs = std::move(uploaded);
+    d.tokens = with_mask_inputs ? b.tensor({prompts * tokens_per_prompt, c}) : d.inputs;
+    if (with_mask_inputs) d.mask_inputs = b.tensor({1, 1, prompts * l, l});
+    d.outputs = b.tensor({prompts * output_size()});
+  };
+  Decode run_now;  // the CPU's: ops run when called
+  Decode* decode = &run_now;
+  if (b.records()) {
+    const DecodeKey key{tokens_per_prompt, with_mask_inputs, prompts};
+    Decode& recorded = decodes_[key];
+    if (recorded.program == nullptr) {
+      ScopedStage stage("decoder: record");
+      b.begin_program();
+      try {
+        allocate(recorded, b.tensor(inputs.shape()));
+        forward(recorded, nullptr);
+      } catch (...) {
+        b.end_program();
+        decodes_.erase(key);
+        throw;
+      }
+      recorded.program = b.end_program();
+    }
+    b.write(recorded.inputs, inputs);
+    {
+      ScopedStage stage("decoder on device");
+      b.run(*recorded.program);
+    }
+    last_ops_ = recorded.program->stats();
+    decode = &recorded;
+  } else {
+    const int64_t ops_before = b.ops_called();
+    allocate(run_now, b.input(inputs));
+    forward(run_now, trace);
+    last_ops_ = {b.ops_called() - ops_before, 0, 0};
   }
-  std::vector<const Tensor*> hyper_of(hypers.size());
-  for (size_t u = 0; u < hypers.size(); ++u) hyper_of[u] = &hypers[u];
-  upscale(
-      image, hyper_of,
-      [&](size_t u, int64_t i0, int64_t rows, const float* skip, float* up1, float* scratch) {
-        const LowRankKeys& k = kept[u]->keys;
-        const int64_t first = i0 * e, count_rows = rows * e, r = k.basis.dim(0);
-        scale_rows_add(k.row_scale.data() + first, image.upscale0_shared.data() + first * taps, taps,
-                       bias_taps[u].data(), 0, count_rows, taps, scratch, taps);
-        gemm({.m = count_rows, .n = taps, .k = r, .a = k.coef.data() + first * r, .lda = r,
-              .b = basis_taps[u].data(), .ldb = taps, .b_transposed = false, .c = scratch, .ldc = taps,
-              .accumulate = true});
-        scatter_2x2_taps(scratch, rows, e, up1_c, nullptr, skip, up1);
-      },
-      upscaled, threads);
+  ScopedStage stage("decoder: download");
+  return b.download(decode->outputs);
+}
+
+MaskDecoderOutput MaskDecoder::predict_masks(const DeviceDecoderFeatures& features, const Tensor& sparse,
+                                             const Tensor& mask_input) const {
+  return predict_masks_batch(features, {sparse},
+                             mask_input.empty() ? std::vector<Tensor>{} : std::vector<Tensor>{mask_input})
+      .front();
+}
+
+MaskDecoderOutput MaskDecoder::predict_masks_traced(const DeviceDecoderFeatures& features, const Tensor& sparse,
+                                                    TransformerTrace& trace) const {
+  if (backend_->records()) throw Error("mask decoder: a traced decode needs a backend that runs ops when called");
+  trace = {};
+  const Tensor rows = tokens(sparse);
+  return unpack(decode(features, rows, 1, rows.dim(0), false, &trace), 0);
+}
+
+std::vector<MaskDecoderOutput> MaskDecoder::predict_masks_batch(const DeviceDecoderFeatures& features,
+                                                                const std::vector<Tensor>& sparse,
+                                                                const std::vector<Tensor>& mask_inputs) const {
+  std::vector<MaskDecoderOutput> results;
+  if (sparse.empty()) return results;
+  for (const Tensor& prompt : sparse) {
+    if (prompt.numel() != sparse.front().numel()) {
+      throw Error("mask decoder: a batch's prompts need one token count; sparse embeddings " +
+                  shape_to_string(prompt.shape()) + " and " + shape_to_string(sparse.front().shape()));
+    }
+  }
+  const bool with_mask_inputs = !mask_inputs.empty();
+  const int64_t l = config_.low_res_mask_size();
+  if (with_mask_inputs && mask_inputs.size() != sparse.size()) {
+    throw Error("mask decoder: " + std::to_string(mask_inputs.size()) + " mask inputs for " +
+                std::to_string(sparse.size()) + " prompts");
+  }
+  for (const Tensor& mask : mask_inputs) {
+    if (mask.shape() != Shape{1, l, l}) {
+      throw Error("mask decoder: a mask input has shape " + shape_to_string(mask.shape()) + ", expected " +
+                  shape_to_string({1, l, l}));
+    }
+  }
+  const int64_t total = static_cast<int64_t>(sparse.size()), cap = max_prompts_per_batch();
+  const int64_t batches = (total + cap - 1) / cap, base = total / batches, longer = total % batches;
+  results.reserve(sparse.size());
+  for (int64_t k = 0, first = 0; k < batches; ++k) {
+    const int64_t prompts = base + (k < longer ? 1 : 0);
+    const Tensor first_rows = tokens(sparse[static_cast<size_t>(first)]);
+    const int64_t t = first_rows.dim(0);
+    const int64_t token_values = t * config_.embed_dim(), mask_values = with_mask_inputs ? l * l : 0;
+    // Per prompt its tokens, then its mask input (Decode::inputs).
+    Tensor inputs = with_mask_inputs ? Tensor({prompts * (token_values + mask_values)})
+                                     : Tensor({prompts * t, config_.embed_dim()});
+    for (int64_t i = 0; i < prompts; ++i) {
+      const size_t p = static_cast<size_t>(first + i);
+      const Tensor rows = i == 0 ? first_rows : tokens(sparse[p]);
+      float* at = std::copy(rows.begin(), rows.end(), inputs.data() + i * (token_values + mask_values));
+      if (with_mask_inputs) std::copy(mask_inputs[p].begin(), mask_inputs[p].end(), at);
+    }
+    const Tensor outputs = decode(features, inputs, prompts, t, with_mask_inputs);
+    for (int64_t i = 0; i < prompts; ++i) results.push_back(unpack(outputs, i));
+    first += prompts;
+  }
   return results;
+}
+
+int64_t MaskDecoder::max_prompts_per_batch() const {
+  const int64_t c = config_.embed_dim(), e = config_.image_embedding_size(), l = config_.low_res_mask_size();
+  const int64_t up1_c = upscale0_bias_.numel(), up_c = upscale3_bias_.numel(), m = num_mask_tokens_;
+  // One prompt's share of a batch's largest tensors, which ops such as the
+  // attentions and the upscaling take whole.
+  const int64_t largest = std::max({e * e * c, 4 * e * e * up1_c, l * l * up_c, output_size()});
+  // What a prompt holds at a program's peak, about: a few image-side maps of
+  // the transformer (keys, their sum with the encoding, projections, the
+  // attention's output), then the upscaled maps and the masks.
+  const int64_t per_prompt_bytes =
+      static_cast<int64_t>(sizeof(float)) * (8 * e * e * c + 8 * e * e * up1_c + l * l * up_c + 2 * m * l * l);
+  const int64_t by_binding = backend_->max_whole_tensor_elements() / largest;
+  const int64_t by_memory = kBatchMemoryBytes / per_prompt_bytes;
+  return std::max<int64_t>(1, std::min({kMaxPromptsPerBatch, by_binding, by_memory}));
+}
+
+ProgramStats MaskDecoder::last_ops() const {
+  std::lock_guard lock(backend_->run_mutex());
+  return last_ops_;
 }
 
 }  // namespace sam2rt

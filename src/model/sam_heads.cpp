@@ -4,21 +4,22 @@
 #include <exception>
 #include <utility>
 
+#include "backends/cpu_backend.h"
 #include "core/error.h"
 #include "kernels/decoder_threads.h"
 #include "kernels/stage_profile.h"
-#include "model/device_mask_decoder.h"
+#include "model/mask_decoder.h"
 #include "model/mask_postprocess.h"
 
 namespace sam2rt {
 
 namespace {
 
-// The most prompts decoded in lockstep by one thread (MaskDecoder's group
+// The most prompts decoded in lockstep by one thread (LowRankMaskDecoder's group
 // predict_masks): each group reads the per-image arrays once per block of image
 // rows. Since the attentions' softmax runs block by block, a prompt's arrays are
 // ~4 MB for Tiny, and groups of up to 16 decode a batch of 64 ~4% faster than
-// groups of 4 (docs/PERFORMANCE.md, session 24).
+// groups of 4 (docs/PERFORMANCE.md).
 constexpr size_t kMaxPromptsInLockstep = 16;
 
 // Prompts per thread decoded one at a time at the end of a batch with the IoU
@@ -58,35 +59,37 @@ SamHeads::SamHeads(const ModelConfig& config, const WeightMap& weights, std::sha
       prompt_encoder_(config, weights),
       dense_pe_(prompt_encoder_.dense_pe()),
       no_mask_dense_(prompt_encoder_.embed_dense(Prompt{})),
-      mask_decoder_(config, weights, dense_pe_) {
-  if (backend != nullptr && backend->records()) {
-    device_decoder_ =
-        std::make_shared<const DeviceMaskDecoder>(config, weights, dense_pe_, no_mask_dense_, std::move(backend));
-  }
+      backend_(backend != nullptr ? std::move(backend) : std::make_shared<CpuBackend>()),
+      decoder_(std::make_shared<const MaskDecoder>(config, weights, dense_pe_, no_mask_dense_, backend_)) {
+  if (!backend_->records() && LowRankMaskDecoder::applies(config)) low_rank_.emplace(config, weights, dense_pe_);
 }
 
 SamHeads::~SamHeads() = default;
 
+bool SamHeads::uses_low_rank(const HeadsImage& image, const Prompt& prompt) {
+  return image.has_low_rank() && prompt.mask_input.empty();
+}
+
 ProgramStats SamHeads::device_decoder_ops() const {
-  return device_decoder_ ? device_decoder_->last_ops() : ProgramStats{};
+  return decodes_on_device() ? decoder_->last_ops() : ProgramStats{};
 }
 
 int64_t SamHeads::device_decoder_max_batch() const {
-  return device_decoder_ ? device_decoder_->max_prompts_per_batch() : 0;
+  return decodes_on_device() ? decoder_->max_prompts_per_batch() : 0;
 }
 
 HeadsImage SamHeads::prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device) const {
   check_decoder_features(features, config_);
-  if (!device_decoder_) {
+  if (low_rank_) {
     const DecoderThreads threads;
-    return HeadsImage(mask_decoder_.prepare_image(features, no_mask_dense_, threads.count()));
+    return HeadsImage(low_rank_->prepare_image(features, no_mask_dense_, threads.count()), features, backend_);
   }
-  if (on_device.image_embed.empty()) on_device = upload_decoder_features(device_decoder_->backend(), features);
+  if (on_device.image_embed.empty()) on_device = upload_decoder_features(*backend_, features);
   return prepare_image(std::move(on_device));
 }
 
 HeadsImage SamHeads::prepare_image(DeviceDecoderFeatures on_device) const {
-  if (!device_decoder_) throw Error("features on a device need a mask decoder on that device");
+  if (!decodes_on_device()) throw Error("features on a device need a mask decoder on that device");
   return HeadsImage(std::move(on_device));
 }
 
@@ -94,18 +97,16 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
                                              bool multimask, int orig_w, int orig_h, int threads,
                                              std::optional<float> skip_masks_iou_at_most) const {
   std::vector<MaskPrediction> results(count);
+  const bool low_rank = uses_low_rank(image, prompts[0]);
   {
     ScopedStage stage("decoder: prompt encoder");
     for (size_t g = 0; g < count; ++g) {
-      const bool with_mask_input = !prompts[g].mask_input.empty();
-      if (count > 1 && with_mask_input && !image.on_device()) {
-        throw Error("a prompt with a mask input is decoded on its own on the CPU");
-      }
+      if (uses_low_rank(image, prompts[g]) != low_rank) throw Error("the prompts of one decode take one decoder");
       results[g].sparse_embeddings = prompt_encoder_.embed_sparse(prompts[g], orig_w, orig_h);
-      // A device decoder computes a mask input's dense embedding itself.
-      if (!with_mask_input) {
+      // A device computes a mask input's dense embedding where it decodes.
+      if (prompts[g].mask_input.empty()) {
         results[g].dense_embeddings = no_mask_dense_;
-      } else if (!image.on_device()) {
+      } else if (!decodes_on_device()) {
         results[g].dense_embeddings = prompt_encoder_.embed_dense(prompts[g]);
       }
     }
@@ -120,28 +121,24 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
       return false;
     };
   }
-  const MaskTokens tokens = multimask ? MaskTokens::kMultimaskOnly : MaskTokens::kAll;
   std::vector<MaskDecoderOutput> decoded;
-  if (image.on_device()) {
-    decoded = decode_on_device(image.device(), prompts, results, count);
+  if (low_rank) {
+    std::vector<Tensor> sparse(count);
+    for (size_t g = 0; g < count; ++g) sparse[g] = results[g].sparse_embeddings;
+    const MaskTokens tokens = multimask ? MaskTokens::kMultimaskOnly : MaskTokens::kAll;
+    decoded = low_rank_->predict_masks(image.low_rank(), sparse, threads, wanted, tokens);
+  } else {
+    decoded = decode_with_reference(image.reference(), prompts, results, count);
     for (size_t g = 0; g < count; ++g) {
-      // As MaskDecoder, which skips their object score and upscaling (prompts without mask input only).
+      // As the fast path, which skips their object score and upscaling (prompts without mask input only).
       if (wanted && prompts[g].mask_input.empty() && !wanted(decoded[g].iou)) {
         decoded[g].masks = Tensor();
         decoded[g].object_score_logit = 0;
       }
     }
-  } else if (count == 1 && !prompts[0].mask_input.empty()) {
-    const DecoderImageState& cpu = image.cpu();
-    const TransformerImageInput input = mask_decoder_.prepare_dense(cpu, results[0].dense_embeddings, threads);
-    decoded.push_back(mask_decoder_.predict_masks(cpu, input, results[0].sparse_embeddings, threads, {}, tokens));
-  } else {
-    std::vector<Tensor> sparse(count);
-    for (size_t g = 0; g < count; ++g) sparse[g] = results[g].sparse_embeddings;
-    decoded = mask_decoder_.predict_masks(image.cpu(), sparse, threads, wanted, tokens);
   }
 
-  const int num_tokens = mask_decoder_.num_mask_tokens();
+  const int num_tokens = decoder_->num_mask_tokens();
   const int64_t l = config_.low_res_mask_size(), pixels = l * l;
   for (size_t g = 0; g < count; ++g) {
     MaskPrediction& r = results[g];
@@ -222,12 +219,12 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
                                                        int orig_h, int threads,
                                                        std::optional<float> skip_masks_iou_at_most,
                                                        const std::function<void(MaskPrediction&)>& then) const {
-  if (image.on_device()) {
-    return decode_in_groups_on_device(image, prompts, multimask, orig_w, orig_h, threads, skip_masks_iou_at_most,
-                                      then);
+  if (!image.has_low_rank()) {
+    return decode_all_with_reference(image, prompts, multimask, orig_w, orig_h, threads, skip_masks_iou_at_most,
+                                     then);
   }
-  // Consecutive prompts without mask input in groups decoded in lockstep; a
-  // prompt with a mask input alone (its image side is its own). With the IoU
+  // Consecutive prompts of the fast path in groups decoded in lockstep; a
+  // prompt for the reference decoder (one with a mask input) alone. With the IoU
   // filter the last prompts of the batch go one at a time: a prompt whose
   // upscaling is skipped costs about half of one whose is not, so whole groups
   // at the end would leave a thread idle for up to a group's time while the
@@ -239,7 +236,7 @@ std::vector<MaskPrediction> SamHeads::decode_in_groups(const HeadsImage& image,
   std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = 0; i < prompts.size();) {
     size_t run = 0;
-    while (i + run < lockstep_end && prompts[i + run].mask_input.empty()) ++run;
+    while (i + run < lockstep_end && uses_low_rank(image, prompts[i + run])) ++run;
     if (run == 0) {
       groups.emplace_back(i++, 1);
       continue;

@@ -19,8 +19,6 @@
 
 namespace sam2rt {
 
-class DeviceMaskDecoder;
-
 // What SAM2ImagePredictor.predict(..., return_logits=True) returns for one prompt,
 // plus the intermediates the goldens check.
 struct MaskPrediction {
@@ -42,30 +40,42 @@ struct MaskPrediction {
 
 // The prompt encoder and mask decoder of one model (sam_prompt_encoder.*, sam_mask_decoder.*).
 //
+// Two decoders compute sam_mask_decoder: the reference MaskDecoder, written
+// once against the Backend, which decodes every prompt on a device and, on the
+// CPU, the prompts with a mask input; and the CPU fast path
+// LowRankMaskDecoder, for the prompts without one (docs/LOW_RANK.md).
+// uses_low_rank() is the one place that chooses.
+//
 // Threading: a single prediction splits the image rows of its large steps among
 // the caller's OpenMP threads; a batch gives whole prompts to the threads. Either
 // way the token-sized steps run on one thread (kernels/decoder_threads.h).
 class SamHeads {
  public:
-  // With a device backend (one that records programs), every prompt is
-  // decoded on it (DeviceMaskDecoder); without one, by MaskDecoder on the CPU.
+  // The reference decoder runs on `backend` (a CpuBackend of its own when
+  // null); with a device backend (one that records programs) every prompt is
+  // decoded there.
   SamHeads(const ModelConfig& config, const WeightMap& weights, std::shared_ptr<Backend> backend = nullptr);
   ~SamHeads();
 
-  bool decodes_on_device() const { return device_decoder_ != nullptr; }
+  bool decodes_on_device() const { return backend_->records(); }
   // The backend ops of the device decoder's last decode (none without one).
   ProgramStats device_decoder_ops() const;
   // Prompts the device decoder decodes in one program at most (0 without one).
   int64_t device_decoder_max_batch() const;
+
+  // Whether `prompt` on `image` is decoded by the CPU fast path (else by the
+  // reference decoder): the image has the fast path's state and the prompt no
+  // mask input.
+  static bool uses_low_rank(const HeadsImage& image, const Prompt& prompt);
 
   // get_dense_pe(), [1, C, E, E]; computed once at construction, handed out as a
   // copy so callers cannot alter the cached encoding.
   Tensor dense_pe() const { return dense_pe_.clone(); }
 
   // Checks the features' shapes (Error naming the mismatch) and precomputes what
-  // every prompt on this image shares. With a device decoder the image goes to
-  // the device instead: `on_device` when given (the encoder's outputs left
-  // there), else the features uploaded.
+  // every prompt on this image shares (the fast path's state). With a device
+  // decoder the image goes to the device instead: `on_device` when given (the
+  // encoder's outputs left there), else the features uploaded.
   HeadsImage prepare_image(const DecoderFeatures& features, DeviceDecoderFeatures on_device = {}) const;
   // With a device decoder (Error without), an image whose features are on the device only.
   HeadsImage prepare_image(DeviceDecoderFeatures on_device) const;
@@ -99,9 +109,9 @@ class SamHeads {
                                                     std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
 
  private:
-  // Everything but the upscaling to the original size for `count` prompts: one
-  // (any), or several without mask input, decoded in lockstep on the CPU; any
-  // on a device, in batches of one token count with mask inputs or without.
+  // Everything but the upscaling to the original size for `count` prompts of
+  // one decoder path (uses_low_rank): by the fast path in lockstep, or by the
+  // reference decoder in batches of one token count with mask inputs or without.
   // masks is left empty and the selected low-res logits (unclamped) are
   // returned in low_res_masks.
   std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
@@ -114,22 +124,25 @@ class SamHeads {
                                                std::optional<float> skip_masks_iou_at_most,
                                                const std::function<void(MaskPrediction&)>& then) const;
 
-  // The device decoder's part of decode: the outputs of `count` prompts whose
-  // sparse embeddings `encoded` holds.
-  std::vector<MaskDecoderOutput> decode_on_device(const DeviceDecoderFeatures& features, const Prompt* prompts,
-                                                  const std::vector<MaskPrediction>& encoded, size_t count) const;
-  // decode_in_groups on a device: every prompt in device batches.
-  std::vector<MaskPrediction> decode_in_groups_on_device(const HeadsImage& image, const std::vector<Prompt>& prompts,
-                                                         bool multimask, int orig_w, int orig_h, int threads,
-                                                         std::optional<float> skip_masks_iou_at_most,
-                                                         const std::function<void(MaskPrediction&)>& then) const;
+  // The reference decoder's part of decode: the outputs of `count` prompts
+  // whose sparse embeddings `encoded` holds.
+  std::vector<MaskDecoderOutput> decode_with_reference(const DeviceDecoderFeatures& features, const Prompt* prompts,
+                                                       const std::vector<MaskPrediction>& encoded,
+                                                       size_t count) const;
+  // decode_in_groups for an image without the fast path: every prompt in the
+  // reference decoder's batches.
+  std::vector<MaskPrediction> decode_all_with_reference(const HeadsImage& image, const std::vector<Prompt>& prompts,
+                                                        bool multimask, int orig_w, int orig_h, int threads,
+                                                        std::optional<float> skip_masks_iou_at_most,
+                                                        const std::function<void(MaskPrediction&)>& then) const;
 
   ModelConfig config_;
   PromptEncoder prompt_encoder_;
   Tensor dense_pe_;
   Tensor no_mask_dense_;
-  MaskDecoder mask_decoder_;
-  std::shared_ptr<const DeviceMaskDecoder> device_decoder_;
+  std::shared_ptr<Backend> backend_;  // the reference decoder's: destroyed after the decoders
+  std::shared_ptr<const MaskDecoder> decoder_;
+  std::optional<LowRankMaskDecoder> low_rank_;  // without a device backend, where the form applies
 };
 
 }  // namespace sam2rt

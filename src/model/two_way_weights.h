@@ -10,22 +10,6 @@
 
 namespace sam2rt {
 
-// Many image rows attending to a few tokens, with the token side folded into the
-// weights: per head h, q_h k_h^T = x (Wq_h^T k_h^T) + bq_h k_h^T and
-// P_h v_h Wo_h^T = P_h (v_h Wo_h^T), so a block of rows costs two GEMMs of width
-// heads * tokens instead of the q projection, per-head attention and out
-// projection. Same algebra as DecoderAttention, rounded in a different order.
-struct FoldedTokenAttention {
-  int64_t heads = 1, tokens = 0;
-  Tensor score_weight;  // [heads * tokens, in], the 1/sqrt(d) scale included
-  Tensor score_bias;    // [heads * tokens]
-  Tensor value_out;     // [heads * tokens, C]
-  Tensor out_bias;      // [C]
-
-  // Rows x [rows, in] -> attention output [rows, C] (out_proj applied).
-  void apply(const float* x, int64_t rows, float* out) const;
-};
-
 // transformer.Attention: q/k/v projections to the internal width (C, or C/2 for
 // the cross attentions), multi-head softmax(q k^T / sqrt(d)) v, out projection.
 struct DecoderAttention {
@@ -41,20 +25,6 @@ struct DecoderAttention {
   // Heads are shared by `threads` workers.
   void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out,
                         int threads) const;
-
-  // Few queries over many image rows without projecting the image side: per head
-  // h, q_h k_h^T = (q_h Wk_h) x^T + a constant per query (which softmax drops), and
-  // P v_h = (P x) Wv_h^T + bv_h because each row of P sums to 1. q [nq, D] are
-  // q_proj outputs; keys_pe [n, C] are the k_proj inputs, values [n, C] the v_proj
-  // inputs -> out [nq, C] (out_proj applied). The (query, head) pairs are shared
-  // by `threads` threads.
-  void attend_image(const float* q, int64_t nq, const float* keys_pe, const float* values, int64_t n, float* out,
-                    int threads) const;
-
-  // This attention with the given tokens' projected keys and values [T, D] folded
-  // in, for queries that are q_proj inputs [rows, C] (project_queries) or
-  // q_proj outputs [rows, D].
-  FoldedTokenAttention fold_tokens(const Tensor& token_k, const Tensor& token_v, bool project_queries) const;
 };
 
 struct DecoderLayerNorm {
@@ -83,23 +53,17 @@ struct TransformerImageInput {
   Tensor image_to_token_q;  // layers[0].cross_attn_image_to_token.q_proj(src + pe)  [HW, D]
 };
 
-// sam_mask_decoder.transformer: depth TwoWayAttentionBlocks, then a final
-// token->image attention and LayerNorm. Runs one prompt at a time on
-// channels-last image rows; the image-side steps of a block run as one
-// row-parallel pass on `threads` threads (see kernels/decoder_threads.h).
-class TwoWayTransformer {
+// sam_mask_decoder.transformer's weights: depth TwoWayAttentionBlocks, then a
+// final token->image attention and LayerNorm. The CPU runs them in the
+// low-rank form (LowRankTwoWayTransformer, docs/LOW_RANK.md); the reference
+// decoder (MaskDecoder) loads its own copies on its backend.
+class TwoWayTransformerWeights {
  public:
-  TwoWayTransformer(const ModelConfig& config, const WeightMap& weights, const std::string& prefix);
+  TwoWayTransformerWeights(const ModelConfig& config, const WeightMap& weights, const std::string& prefix);
 
-  // src [HW, C], image_pe [HW, C] (both channels-last).
+  // What the first block computes from the image side alone, src [HW, C] and
+  // image_pe [HW, C] (both channels-last); image rows are shared by `threads`.
   TransformerImageInput prepare_image(Tensor src, const Tensor& image_pe, int threads) const;
-
-  struct Output {
-    Tensor queries;  // [T, C]
-    Tensor keys;     // [HW, C]
-  };
-  // tokens [T, C] (also their own position encoding).
-  Output forward(const Tensor& tokens, const TransformerImageInput& image, const Tensor& image_pe, int threads) const;
 
   const std::vector<TwoWayAttentionBlock>& layers() const { return layers_; }
   const DecoderAttention& final_attention() const { return final_attn_token_to_image_; }

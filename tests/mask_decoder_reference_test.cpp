@@ -1,9 +1,9 @@
-// The mask decoder written against Backend (model/device_mask_decoder.h) on the
-// CPU backend: every micro golden prompt (a mask input among them) against the
-// official goldens at the decoder's tolerances and against the CPU decoder
-// (MaskDecoder), multimask and single mask. vulkan_mask_decoder_test.cpp runs
+// The reference mask decoder, written against Backend (model/mask_decoder.h),
+// on the CPU backend: every micro golden prompt (a mask input among them)
+// against the official goldens at the decoder's tolerances and against the CPU
+// fast path (LowRankMaskDecoder), multimask and single mask. vulkan_mask_decoder_test.cpp runs
 // the same on the Vulkan backend.
-#include "model/device_mask_decoder.h"
+#include "model/mask_decoder.h"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +13,12 @@
 
 #include "backends/cpu_backend.h"
 #include "core/error.h"
-#include "device_mask_decoder_goldens.h"
+#include "reference_decoder_goldens.h"
 
 namespace sam2rt::testing {
 namespace {
 
-TEST(DeviceMaskDecoderMicro, OnTheCpuBackendMatchesGoldens) {
+TEST(ReferenceDecoderMicro, OnTheCpuBackendMatchesGoldens) {
   const auto backend = std::make_shared<CpuBackend>();
   const auto decoder = micro_decoder(backend);
   EXPECT_EQ(expect_micro_goldens(*decoder, upload_decoder_features(*backend, micro_decoder_case().features)).runs, 10);
@@ -29,11 +29,11 @@ TEST(DeviceMaskDecoderMicro, OnTheCpuBackendMatchesGoldens) {
 // goldens' tolerances (not bit for bit: the CPU's GEMMs may block a batch's
 // rows differently), without and with mask inputs; prompts of different token
 // counts are refused, and mask inputs that are not one per prompt of [1, L, L].
-TEST(DeviceMaskDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
+TEST(ReferenceDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
   const auto backend = std::make_shared<CpuBackend>();
   const auto decoder = micro_decoder(backend);
   const DeviceDecoderFeatures features = upload_decoder_features(*backend, micro_decoder_case().features);
-  EXPECT_EQ(decoder->max_prompts_per_batch(), DeviceMaskDecoder::kMaxPromptsPerBatch);
+  EXPECT_EQ(decoder->max_prompts_per_batch(), MaskDecoder::kMaxPromptsPerBatch);
   const std::vector<Tensor> sparse = micro_batch_sparse(5);
   const BatchDifference difference =
       batch_against_each_alone(*decoder, features, decoder->predict_masks_batch(features, sparse), sparse);
@@ -57,7 +57,7 @@ TEST(DeviceMaskDecoderMicro, ABatchOnTheCpuBackendIsEachPromptAlone) {
   EXPECT_THROW(decoder->predict_masks_batch(features, {sparse.front()}, {masks.front().reshaped({masks.front().numel()})}), Error);
 }
 
-TEST(DeviceMaskDecoderMicro, RefusesFeaturesOfAnotherShape) {
+TEST(ReferenceDecoderMicro, RefusesFeaturesOfAnotherShape) {
   const auto backend = std::make_shared<CpuBackend>();
   const auto decoder = micro_decoder(backend);
   const DecoderCase& c = micro_decoder_case();

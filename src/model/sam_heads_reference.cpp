@@ -1,18 +1,19 @@
-// SamHeads' decoding on a device (DeviceMaskDecoder): prompts batched per
-// token count and mask input or not there. The CPU path stays in sam_heads.cpp.
+// SamHeads' decoding by the reference decoder (MaskDecoder): prompts batched
+// per token count and mask input or not. The choice of decoder and the CPU fast
+// path are in sam_heads.cpp.
 #include <exception>
 #include <map>
 #include <utility>
 
-#include "model/device_mask_decoder.h"
+#include "model/mask_decoder.h"
 #include "model/sam_heads.h"
 
 namespace sam2rt {
 
-std::vector<MaskDecoderOutput> SamHeads::decode_on_device(const DeviceDecoderFeatures& features,
-                                                          const Prompt* prompts,
-                                                          const std::vector<MaskPrediction>& encoded,
-                                                          size_t count) const {
+std::vector<MaskDecoderOutput> SamHeads::decode_with_reference(const DeviceDecoderFeatures& features,
+                                                               const Prompt* prompts,
+                                                               const std::vector<MaskPrediction>& encoded,
+                                                               size_t count) const {
   std::vector<MaskDecoderOutput> decoded(count);
   // A batched program per (token count (points and box corners), mask input or not).
   std::map<std::pair<int64_t, bool>, std::vector<size_t>> groups;
@@ -26,17 +27,17 @@ std::vector<MaskDecoderOutput> SamHeads::decode_on_device(const DeviceDecoderFea
       sparse.push_back(encoded[g].sparse_embeddings);
       if (with_mask_inputs) mask_inputs.push_back(prompts[g].mask_input);
     }
-    std::vector<MaskDecoderOutput> outputs = device_decoder_->predict_masks_batch(features, sparse, mask_inputs);
+    std::vector<MaskDecoderOutput> outputs = decoder_->predict_masks_batch(features, sparse, mask_inputs);
     for (size_t i = 0; i < members.size(); ++i) decoded[members[i]] = std::move(outputs[i]);
   }
   return decoded;
 }
 
-std::vector<MaskPrediction> SamHeads::decode_in_groups_on_device(
+std::vector<MaskPrediction> SamHeads::decode_all_with_reference(
     const HeadsImage& image, const std::vector<Prompt>& prompts, bool multimask, int orig_w, int orig_h, int threads,
     std::optional<float> skip_masks_iou_at_most, const std::function<void(MaskPrediction&)>& then) const {
-  // Every prompt in device batches (the device serialises its programs); `then`
-  // (host work on each prediction) is shared by the threads.
+  // Every prompt in the reference decoder's batches (its backend serialises
+  // them); `then` (host work on each prediction) is shared by the threads.
   std::vector<MaskPrediction> results =
       decode(image, prompts.data(), prompts.size(), multimask, orig_w, orig_h, 1, skip_masks_iou_at_most);
   if (then) {

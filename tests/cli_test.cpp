@@ -67,7 +67,7 @@ TEST(Cli, HelpListsEachCommandInOneLine) {
   CliResult r = run_cli({"--help"}, s);
   EXPECT_EQ(r.exit_code, 0);
   const std::vector<std::string> commands = {"encode", "segment", "everything", "compare", "bench", "serve", "download"};
-  const std::vector<std::string> listed = lines_under(r.out, "SUBCOMMANDS:");
+  const std::vector<std::string> listed = lines_under(r.out, "Subcommands:");
   ASSERT_EQ(listed.size(), commands.size()) << r.out;
   for (size_t i = 0; i < commands.size(); ++i) {
     EXPECT_EQ(listed[i].rfind("  " + commands[i] + " ", 0), 0u) << listed[i];

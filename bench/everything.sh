@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/PERFORMANCE.md's "Segment everything" section.
+# The segment-everything figures of docs/PERFORMANCE.md (its per-CPU tables) and their bounds.
 #   bash bench/everything.sh [SAM2_SOURCE_DIR]
 # Tiny with synthetic weights, 2 threads, astronaut_1024.png. With a checkout of
 # facebookresearch/sam2 (the fixtures' commit) also times the official generate()

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <sched.h>
@@ -46,12 +47,41 @@ std::vector<std::string> micro_segment(const ScratchDir& s, std::vector<std::str
   return args;
 }
 
-TEST(Cli, HelpExplainsCommands) {
+// The lines of `text` after the line `heading`, up to the first empty line.
+std::vector<std::string> lines_under(const std::string& text, const std::string& heading) {
+  std::vector<std::string> lines;
+  size_t start = text.find(heading + "\n");
+  if (start == std::string::npos) return lines;
+  start += heading.size() + 1;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    if (end == start) break;
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+TEST(Cli, HelpListsEachCommandInOneLine) {
   ScratchDir s("help");
   CliResult r = run_cli({"--help"}, s);
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* word : {"encode", "segment", "compare"}) EXPECT_NE(r.out.find(word), std::string::npos) << word;
-  r = run_cli({"segment", "--help"}, s);
+  const std::vector<std::string> commands = {"encode", "segment", "everything", "compare", "bench", "serve", "download"};
+  const std::vector<std::string> listed = lines_under(r.out, "Subcommands:");
+  ASSERT_EQ(listed.size(), commands.size()) << r.out;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    EXPECT_EQ(listed[i].rfind("  " + commands[i] + " ", 0), 0u) << listed[i];
+    EXPECT_LE(listed[i].size(), 100u) << listed[i];
+  }
+  // The details are in the command's own help.
+  r = run_cli({"everything", "--help"}, s);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("SAM2RT_PROFILE=1"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpExplainsCommands) {
+  ScratchDir s("help");
+  CliResult r = run_cli({"segment", "--help"}, s);
   EXPECT_EQ(r.exit_code, 0);
   for (const char* word : {"--point", "--box", "--synthetic-weights", "--variant", "--mask-input", "--logits"}) {
     EXPECT_NE(r.out.find(word), std::string::npos) << word;
@@ -258,6 +288,17 @@ TEST(Cli, MistypedNamesGetASuggestionAndTheHelpToRead) {
   CliResult r = run_cli({"segmnt", "--point", "1,2"}, s);
   EXPECT_EQ(r.exit_code, 2);
   expect_error(r, "unknown command 'segmnt'; did you mean 'segment'? (see `sam2rt --help`)");
+  // Asking for an unknown command's help is the same error, not the top-level help.
+  r = run_cli({"track", "--help"}, s);
+  EXPECT_EQ(r.exit_code, 2);
+  expect_error(r, "unknown command 'track' (see `sam2rt --help`)");
+  EXPECT_EQ(r.out, "");
+  r = run_cli({"--help", "evrything"}, s);
+  EXPECT_EQ(r.exit_code, 2);
+  expect_error(r, "unknown command 'evrything'; did you mean 'everything'?");
+  r = run_cli({"benhc", "--help"}, s);
+  EXPECT_EQ(r.exit_code, 2);
+  expect_error(r, "unknown command 'benhc'; did you mean 'bench'?");
   r = run_cli(micro_segment(s, {"--poin", "110,41"}), s);
   EXPECT_EQ(r.exit_code, 2);
   expect_error(r, "unknown option '--poin' for `sam2rt segment`; did you mean '--point'? (see `sam2rt segment --help`)");

@@ -413,6 +413,7 @@ void register_bench(CLI::App& app) {
   auto command = std::make_shared<BenchCommand>();
   CLI::App* sub = app.add_subcommand(
       "bench",
+      "Time model load, encoder and decoder; report GFLOP/s and peak RSS.\n"
       "Benchmark load, encoder and decoder (warm-up runs, then timed runs; min/median/mean/max/std), achieved "
       "GFLOP/s of the encoder and peak RSS. With --device vulkan also the ops on the device and the host<->device "
       "transfers of an image (set_image) and of a prompt. With --precision bf16 also the bf16-vs-fp32 fidelity table. "

@@ -132,6 +132,7 @@ void register_compare(CLI::App& app) {
   auto command = std::make_shared<CompareCommand>();
   CLI::App* sub = app.add_subcommand(
       "compare",
+      "Compare the tensors of two .safetensors files (1-cos, abs error).\n"
       "Compare the tensors two .safetensors files have in common (a key X.decS in one file is compared with "
       "X[..., ::S, ::S] of the other): shape, 1-cos, mean and max abs error. Exits 1 on a shape mismatch, a "
       "missing requested key or a tensor beyond --max-abs / --one-minus-cos.");

@@ -137,6 +137,7 @@ void register_download(CLI::App& app) {
   auto command = std::make_shared<DownloadCommand>();
   CLI::App* sub = app.add_subcommand(
       "download",
+      "Download an official SAM 2.1 checkpoint into models/.\n"
       "Download an official SAM 2.1 checkpoint over HTTPS into --dir (default models/): resumable (rerun after an "
       "interruption), written atomically, and kept only after it loads: every zip record's CRC-32 and the weight "
       "manifest (keys, shapes, no NaN/Inf) are checked; a file that fails is removed.");

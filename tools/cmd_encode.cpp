@@ -77,6 +77,7 @@ void register_encode(CLI::App& app) {
   auto command = std::make_shared<EncodeCommand>();
   CLI::App* sub = app.add_subcommand(
       "encode",
+      "Encode photos into features that `segment --features` reuses.\n"
       "Run the image encoder (Hiera trunk + FPN neck) on a photo and write the features `segment --features` "
       "needs (image_embed, feat_s1, feat_s0; NCHW) to a .safetensors file. Its metadata records the model (variant, "
       "config hash, weights fingerprint), the preprocessing, the --precision and the photo's size. Batch mode "

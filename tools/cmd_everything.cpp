@@ -194,6 +194,7 @@ void register_everything(CLI::App& app) {
   auto command = std::make_shared<EverythingCommand>();
   CLI::App* sub = app.add_subcommand(
       "everything",
+      "Segment everything: Meta's automatic mask generator.\n"
       "Segment everything: Meta's SAM2AutomaticMaskGenerator (a grid of clicks over the photo and, with "
       "--crop-n-layers, over crops of it; filtered by predicted IoU and stability, de-duplicated by box NMS). "
       "Every official parameter is a flag of the same name with dashes. Writes the official records as JSON "

@@ -340,6 +340,7 @@ void register_segment(CLI::App& app) {
   auto command = std::make_shared<SegmentCommand>();
   CLI::App* sub = app.add_subcommand(
       "segment",
+      "Segment objects from clicks, boxes or earlier masks.\n"
       "Segment objects from clicks and/or boxes: encodes the photo (or reuses --features from `sam2rt "
       "encode`) and writes each object's best mask as a PNG at the photo's size. Coordinates are pixels of the "
       "original photo.\n"

@@ -523,6 +523,7 @@ void register_serve(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
   CLI::App* sub = app.add_subcommand(
       "serve",
+      "Serve tap-to-segment in the browser, plus a JSON API.\n"
       "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
       "click (object), right-click or shift+click (background) or drag (box) to see the mask, keep several objects "
       "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask, plus the JSON API "

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 
 #include "commands.h"
@@ -29,6 +31,19 @@ int report_error(const std::string& message, int exit_code) {
   return exit_code;
 }
 
+// `sam2rt --help` lists each command in one line: the first line of its
+// description. The rest of the description is for `sam2rt <command> --help`.
+class OneLinePerCommand : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* command) const override {
+    const std::string& description = command->get_description();
+    std::stringstream out;
+    CLI::detail::format_help(out, command->get_display_name(), description.substr(0, description.find('\n')),
+                             get_column_width());
+    return out.str();
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,6 +55,7 @@ int main(int argc, char** argv) {
       "Encode a photo once with the Hiera image encoder, then turn clicks and boxes into masks.\n"
       "Run `sam2rt <command> --help` for the options of a command."};
   app.name("sam2rt");
+  app.formatter(std::make_shared<OneLinePerCommand>());
   app.require_subcommand(1);
   app.set_version_flag("--version", "sam2rt 0.1.0");
   sam2rt::cli::register_encode(app);
@@ -49,6 +65,10 @@ int main(int argc, char** argv) {
   sam2rt::cli::register_bench(app);
   sam2rt::cli::register_serve(app);
   sam2rt::cli::register_download(app);
+  // Before parsing: CLI11 would answer `sam2rt track --help` with the top-level help and status 0.
+  if (const auto unknown = sam2rt::cli::explain_unknown_command(app, argc, argv)) {
+    return report_error(*unknown, kUsageError);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

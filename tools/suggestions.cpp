@@ -54,26 +54,45 @@ std::optional<std::string> closest_name(const std::string& typed, const std::vec
   return std::nullopt;
 }
 
-std::optional<std::string> explain_unknown_name(const CLI::App& app, int argc, const char* const* argv) {
+namespace {
+
+std::vector<std::string> command_names(const CLI::App& app) {
   std::vector<std::string> commands;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     commands.push_back(sub->get_name());
   }
-  const CLI::App* command = nullptr;
-  for (int i = 1; i < argc; ++i) {
+  return commands;
+}
+
+// The index of the first argument that is not a global flag (--help, --version), or argc.
+int first_command_word(int argc, const char* const* argv) {
+  int i = 1;
+  while (i < argc && std::string(argv[i]).rfind("-", 0) == 0) ++i;
+  return i;
+}
+
+}  // namespace
+
+std::optional<std::string> explain_unknown_command(const CLI::App& app, int argc, const char* const* argv) {
+  const int word = first_command_word(argc, argv);
+  if (word == argc) return std::nullopt;
+  const std::string typed = argv[word];
+  const std::vector<std::string> commands = command_names(app);
+  if (std::find(commands.begin(), commands.end(), typed) != commands.end()) return std::nullopt;
+  return "unknown command '" + typed + "'" + did_you_mean(typed, commands) + " (see `sam2rt --help`)";
+}
+
+std::optional<std::string> explain_unknown_name(const CLI::App& app, int argc, const char* const* argv) {
+  if (auto unknown = explain_unknown_command(app, argc, argv)) return unknown;
+  const int word = first_command_word(argc, argv);
+  if (word == argc) return std::nullopt;
+  const CLI::App* command = app.get_subcommand(argv[word]);
+  const std::vector<std::string> options = long_option_names(*command);
+  for (int i = word + 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (!command) {
-      if (arg.rfind("-", 0) == 0) continue;  // global flags (--help, --version)
-      if (std::find(commands.begin(), commands.end(), arg) == commands.end()) {
-        return "unknown command '" + arg + "'" + did_you_mean(arg, commands) + " (see `sam2rt --help`)";
-      }
-      command = app.get_subcommand(arg);
-      continue;
-    }
     if (arg == "--") break;
     if (arg.rfind("--", 0) != 0) continue;  // values, positionals, negative numbers
     const std::string name = arg.substr(0, arg.find('='));
-    const std::vector<std::string> options = long_option_names(*command);
     if (std::find(options.begin(), options.end(), name) == options.end()) {
       return "unknown option '" + name + "' for `sam2rt " + command->get_name() + "`" + did_you_mean(name, options) +
              " (see `sam2rt " + command->get_name() + " --help`)";

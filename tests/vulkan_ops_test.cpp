@@ -19,7 +19,7 @@
 #include "kernels/activation.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv_transpose.h"
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/interpolate.h"

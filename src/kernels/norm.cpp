@@ -1,9 +1,9 @@
 #include "kernels/norm.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/simd.h"
 
 // Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -72,25 +72,23 @@ void layer_norm_baseline(const float* x, int64_t ldx, int64_t rows, int64_t c, c
 }
 
 template <class Out>
-void layer_norm_dispatch(const float* x, int64_t ldx, int64_t rows, int64_t c, const float* w, const float* b,
-                         float eps, Out* y, int64_t ldy, SimdLevel level) {
-  switch (std::min(level, best_simd_level())) {
-    case SimdLevel::avx512: return layer_norm_avx512(x, ldx, rows, c, w, b, eps, y, ldy);
-    case SimdLevel::avx2: return layer_norm_avx2(x, ldx, rows, c, w, b, eps, y, ldy);
-    case SimdLevel::baseline: return layer_norm_baseline(x, ldx, rows, c, w, b, eps, y, ldy);
-  }
-}
+using LayerNormRows = void (*)(const float*, int64_t, int64_t, int64_t, const float*, const float*, float, Out*,
+                               int64_t);
+
+template <class Out>
+const KernelTable<LayerNormRows<Out>> kLayerNormRows{
+    .baseline = layer_norm_baseline<Out>, .avx2 = layer_norm_avx2<Out>, .avx512 = layer_norm_avx512<Out>};
 
 }  // namespace
 
 void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
                      const float* bias, float eps, float* y, int64_t ldy, SimdLevel level) {
-  layer_norm_dispatch(x, ldx, rows, channels, weight, bias, eps, y, ldy, level);
+  kLayerNormRows<float>.at(level)(x, ldx, rows, channels, weight, bias, eps, y, ldy);
 }
 
 void layer_norm_rows(const float* x, int64_t ldx, int64_t rows, int64_t channels, const float* weight,
                      const float* bias, float eps, uint16_t* y, int64_t ldy, SimdLevel level) {
-  layer_norm_dispatch(x, ldx, rows, channels, weight, bias, eps, y, ldy, level);
+  kLayerNormRows<uint16_t>.at(level)(x, ldx, rows, channels, weight, bias, eps, y, ldy);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {

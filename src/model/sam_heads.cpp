@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 #include "kernels/stage_profile.h"
 #include "model/device_mask_decoder.h"
 #include "model/mask_postprocess.h"

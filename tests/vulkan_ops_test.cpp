@@ -700,7 +700,7 @@ TEST_F(VulkanOpsTest, StandaloneGeluAndSigmoidMatchTheCpu) {
   recorder.submit();
   const Tensor device_gelu = download(dgelu, {n}), device_sigmoid = download(dsigmoid, {n});
   for (int64_t i = 0; i < n; ++i) {
-    // Both within a few 1e-7 of the erf form (decoder_gelu.h; the fit's 1.2e-7 relative error).
+    // Both within a few 1e-7 of the erf form (gelu.h; the fit's 1.2e-7 relative error).
     ASSERT_LE(std::abs(device_gelu[i] - gelu[i]), 1e-6 * std::max(1.0f, std::abs(x[i]))) << "x = " << x[i];
     ASSERT_LE(std::abs(device_sigmoid[i] - sigmoid[i]), 1e-6) << "x = " << x[i];
   }

@@ -4,11 +4,11 @@
 #include <benchmark/benchmark.h>
 
 #include "random_tensor.h"
-#include "kernels/decoder_gelu.h"
-#include "kernels/decoder_head_products.h"
+#include "kernels/gelu.h"
+#include "kernels/decoder/head_products.h"
 #include "kernels/gemm.h"
-#include "kernels/mask_products.h"
-#include "kernels/small_rows_linear.h"
+#include "kernels/decoder/mask_products.h"
+#include "kernels/decoder/small_rows_linear.h"
 
 namespace sam2rt {
 namespace {
@@ -103,28 +103,26 @@ void BM_DecoderMaskProducts(benchmark::State& state) {
 BENCHMARK(BM_DecoderMaskProducts)->Arg(0)->Arg(1);
 
 // GELU over the first upscaled map of a prompt (128 x 128 x 64 values, 4 MB),
-// by each path this CPU has (the arg is the GeluPath); items are values.
+// by each SIMD level this CPU has (the arg is the SimdLevel); items are values.
 void BM_DecoderGelu(benchmark::State& state) {
-  const auto path = static_cast<GeluPath>(state.range(0));
-  if (!gelu_path_supported(path)) {
-    state.SkipWithError("path not supported on this CPU");
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  if (level > best_simd_level()) {
+    state.SkipWithError("level not supported on this CPU");
     return;
   }
   const Tensor x = random_tensor({128 * 128 * 64}, 10);
   Tensor y = x.clone();
   for (auto _ : state) {
     std::copy_n(x.data(), x.numel(), y.data());
-    gelu_exact_inplace_with(path, y.data(), y.numel());
+    gelu_exact_inplace(y.data(), y.numel(), level);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
 BENCHMARK(BM_DecoderGelu)
-    ->Arg(static_cast<int>(GeluPath::kPortable))
-    ->Arg(static_cast<int>(GeluPath::kAvx2))
-    ->Arg(static_cast<int>(GeluPath::kAvx2Float))
-    ->Arg(static_cast<int>(GeluPath::kAvx512))
-    ->Arg(static_cast<int>(GeluPath::kAvx512Float));
+    ->Arg(static_cast<int>(SimdLevel::baseline))
+    ->Arg(static_cast<int>(SimdLevel::avx2))
+    ->Arg(static_cast<int>(SimdLevel::avx512));
 
 }  // namespace
 }  // namespace sam2rt

@@ -12,10 +12,10 @@
 #include "kernels/decoder_rows.h"
 #include "kernels/layout.h"
 #include "kernels/norm.h"
-#include "kernels/mask_products.h"
+#include "kernels/decoder/mask_products.h"
 #include "kernels/patch_conv.h"
-#include "kernels/small_rows_linear.h"
-#include "kernels/thread_scratch.h"
+#include "kernels/decoder/small_rows_linear.h"
+#include "kernels/decoder/thread_scratch.h"
 #include "simd_levels.h"
 
 namespace sam2rt {

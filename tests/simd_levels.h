@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt::testing {
 

@@ -19,7 +19,7 @@
 #include "kernels/activation.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv_transpose.h"
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/interpolate.h"
@@ -700,7 +700,7 @@ TEST_F(VulkanOpsTest, StandaloneGeluAndSigmoidMatchTheCpu) {
   recorder.submit();
   const Tensor device_gelu = download(dgelu, {n}), device_sigmoid = download(dsigmoid, {n});
   for (int64_t i = 0; i < n; ++i) {
-    // Both within a few 1e-7 of the erf form (decoder_gelu.h; the fit's 1.2e-7 relative error).
+    // Both within a few 1e-7 of the erf form (gelu.h; the fit's 1.2e-7 relative error).
     ASSERT_LE(std::abs(device_gelu[i] - gelu[i]), 1e-6 * std::max(1.0f, std::abs(x[i]))) << "x = " << x[i];
     ASSERT_LE(std::abs(device_sigmoid[i] - sigmoid[i]), 1e-6) << "x = " << x[i];
   }

@@ -9,7 +9,7 @@
 #include "kernels/bf16.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/conv2d.h"
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"

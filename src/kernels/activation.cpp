@@ -2,17 +2,11 @@
 
 #include <cmath>
 
+#include "kernels/gelu.h"
+
 namespace sam2rt {
 
-void gelu_inplace(Tensor& x) {
-  float* p = x.data();
-  const int64_t n = x.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 15))
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = p[i];
-    p[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)));
-  }
-}
+void gelu_inplace(Tensor& x) { gelu_exact_inplace(x.data(), x.numel()); }
 
 void relu_inplace(Tensor& x) {
   for (float& v : x) v = v > 0.0f ? v : 0.0f;

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 
 namespace sam2rt {
@@ -96,8 +96,7 @@ const std::array<std::array<TileFunction, kVectors>, kRows> tile_table = {
 }  // namespace
 
 bool bf16_gemm_supported() {
-  static const bool supported = best_simd_level() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512bf16");
-  return supported;
+  return cpu_has_avx512_bf16();
 }
 
 void round_to_bf16(const float* src, int64_t count, uint16_t* dst) { round_to_bf16_avx512(src, count, dst); }

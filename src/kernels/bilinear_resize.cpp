@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 
@@ -90,27 +90,56 @@ __attribute__((target("avx512f"))) void blend_rows_avx512(const float* upper, fl
   for (; j < n; ++j) blend_one(j);
 }
 
-void blend_rows(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out,
-                bool stream) {
-  static const bool avx512 = best_simd_level() >= SimdLevel::avx512;
-  if (avx512) {
-    blend_rows_avx512(upper, w_upper, lower, w_lower, n, out, stream);
-    return;
-  }
+void blend_rows_plain(const float* upper, float w_upper, const float* lower, float w_lower, int64_t n, float* out,
+                      bool /*stream*/) {
   for (int64_t j = 0; j < n; ++j) out[j] = upper[j] * w_upper + lower[j] * w_lower;
 }
 
+using BlendRows = void (*)(const float*, float, const float*, float, int64_t, float*, bool);
+const KernelTable<BlendRows> kBlendRows{.baseline = blend_rows_plain, .avx512 = blend_rows_avx512};
+
+// 16 consecutive outputs of the blend along x whose taps all lie in one window
+// of 16 consecutive source values, at offsets lo and hi from `base`.
+struct ColumnBlock {
+  int64_t base;
+  int32_t lo[16], hi[16];
+};
+
+// The blocks' outputs (16 each, from out on), their weights 16 per block from
+// w_lo and w_hi on: each source window loaded once and both taps picked by
+// permutes.
+__attribute__((target("avx512f"))) void blend_column_blocks_avx512(const ColumnBlock* blocks, size_t count,
+                                                                   int64_t in_w, const float* w_lo,
+                                                                   const float* w_hi, const float* src, float* out) {
+  for (size_t b = 0; b < count; ++b) {
+    const ColumnBlock& block = blocks[b];
+    const int64_t left = in_w - block.base;
+    const __mmask16 valid = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 window = _mm512_maskz_loadu_ps(valid, src + block.base);
+    const __m512 lo = _mm512_permutexvar_ps(_mm512_loadu_si512(block.lo), window);
+    const __m512 hi = _mm512_permutexvar_ps(_mm512_loadu_si512(block.hi), window);
+    _mm512_storeu_ps(out + 16 * b, _mm512_add_ps(_mm512_mul_ps(lo, _mm512_loadu_ps(w_lo + 16 * b)),
+                                                 _mm512_mul_ps(hi, _mm512_loadu_ps(w_hi + 16 * b))));
+  }
+}
+
+// Only AVX-512 has the two-source permutes the blocks need; no entry below it.
+using BlendColumnBlocks = void (*)(const ColumnBlock*, size_t, int64_t, const float*, const float*, const float*,
+                                   float*);
+const KernelTable<BlendColumnBlocks> kBlendColumnBlocks{.avx512 = blend_column_blocks_avx512};
+
 // The blend along x of one source row: out[j] = src[lo[j]] * w_lo[j] + src[hi[j]] * w_hi[j].
 // Where 16 consecutive outputs read at most 16 consecutive source values (any
-// enlargement), those are loaded once and both taps picked by permutes.
+// enlargement), they are blended as a block (blend_blocks, when the CPU has one).
 class ColumnBlend {
  public:
-  ColumnBlend(LinearTaps taps, int64_t in_w, bool avx512) : taps_(std::move(taps)), in_w_(in_w) {
+  ColumnBlend(LinearTaps taps, int64_t in_w, BlendColumnBlocks blend_blocks)
+      : taps_(std::move(taps)), in_w_(in_w), blend_blocks_(blend_blocks) {
     const int64_t out_w = static_cast<int64_t>(taps_.lo.size());
-    for (int64_t j0 = 0; avx512 && j0 + 16 <= out_w; j0 += 16) {
+    for (int64_t j0 = 0; blend_blocks_ != nullptr && j0 + 16 <= out_w; j0 += 16) {
       const int64_t base = taps_.lo[static_cast<size_t>(j0)];
       if (taps_.hi[static_cast<size_t>(j0 + 15)] - base >= 16) break;
-      Block block{.base = base, .lo = {}, .hi = {}};
+      ColumnBlock block{.base = base, .lo = {}, .hi = {}};
       for (int64_t k = 0; k < 16; ++k) {
         block.lo[k] = static_cast<int32_t>(taps_.lo[static_cast<size_t>(j0 + k)] - base);
         block.hi[k] = static_cast<int32_t>(taps_.hi[static_cast<size_t>(j0 + k)] - base);
@@ -120,7 +149,9 @@ class ColumnBlend {
   }
 
   void apply(const float* src, float* out) const {
-    if (!blocks_.empty()) apply_blocks_avx512(src, out);
+    if (!blocks_.empty()) {
+      blend_blocks_(blocks_.data(), blocks_.size(), in_w_, taps_.w_lo.data(), taps_.w_hi.data(), src, out);
+    }
     const int64_t out_w = static_cast<int64_t>(taps_.lo.size());
     for (int64_t j = 16 * static_cast<int64_t>(blocks_.size()); j < out_w; ++j) {
       const auto k = static_cast<size_t>(j);
@@ -129,30 +160,10 @@ class ColumnBlend {
   }
 
  private:
-  struct Block {
-    int64_t base;
-    int32_t lo[16], hi[16];
-  };
-
-  __attribute__((target("avx512f"))) void apply_blocks_avx512(const float* src, float* out) const {
-    for (size_t b = 0; b < blocks_.size(); ++b) {
-      const Block& block = blocks_[b];
-      const int64_t left = in_w_ - block.base;
-      const __mmask16 valid =
-          left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-      const __m512 window = _mm512_maskz_loadu_ps(valid, src + block.base);
-      const __m512 lo = _mm512_permutexvar_ps(_mm512_loadu_si512(block.lo), window);
-      const __m512 hi = _mm512_permutexvar_ps(_mm512_loadu_si512(block.hi), window);
-      const float* w_lo = taps_.w_lo.data() + 16 * b;
-      const float* w_hi = taps_.w_hi.data() + 16 * b;
-      _mm512_storeu_ps(out + 16 * b, _mm512_add_ps(_mm512_mul_ps(lo, _mm512_loadu_ps(w_lo)),
-                                                   _mm512_mul_ps(hi, _mm512_loadu_ps(w_hi))));
-    }
-  }
-
   LinearTaps taps_;
   int64_t in_w_;
-  std::vector<Block> blocks_;
+  BlendColumnBlocks blend_blocks_;
+  std::vector<ColumnBlock> blocks_;
 };
 
 #pragma GCC diagnostic pop
@@ -174,7 +185,8 @@ void bilinear_resize(const Tensor& x, Tensor& y) {
   }
   const int64_t in_h = x.dim(-2), in_w = x.dim(-1), planes = x.numel() / (in_h * in_w);
   const LinearTaps rows = linear_taps(in_h, out_h);
-  const ColumnBlend cols(linear_taps(in_w, out_w), in_w, best_simd_level() >= SimdLevel::avx512);
+  const ColumnBlend cols(linear_taps(in_w, out_w), in_w, kBlendColumnBlocks.best());
+  const BlendRows blend_rows = kBlendRows.best();
   // Separable: each source row is interpolated along x once (not once per output
   // row that reads it), then output rows blend two of those. The float operations
   // per output value are the same as blending the four taps directly. Bands of

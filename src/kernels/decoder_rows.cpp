@@ -6,6 +6,7 @@
 
 #include "kernels/norm.h"
 #include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 // Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -58,6 +59,27 @@ __attribute__((target("avx2"))) void scale_avx2(float s, float* x, int64_t c) {
   for (; j + 8 <= c; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(scale, _mm256_loadu_ps(x + j)));
   for (; j < c; ++j) x[j] *= s;
 }
+
+void add_rows_plain(const float* a, const float* b, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+
+void scale_add_plain(float s, const float* x, const float* y, int64_t c, float* out) {
+  for (int64_t j = 0; j < c; ++j) out[j] = s * x[j] + y[j];
+}
+
+void scale_plain(float s, float* x, int64_t c) {
+  for (int64_t j = 0; j < c; ++j) x[j] *= s;
+}
+
+using AddRows = void (*)(const float*, const float*, int64_t, float*);
+const KernelTable<AddRows> kAddRows{.baseline = add_rows_plain, .avx2 = add_rows_avx2};
+
+using ScaleAdd = void (*)(float, const float*, const float*, int64_t, float*);
+const KernelTable<ScaleAdd> kScaleAdd{.baseline = scale_add_plain, .avx2 = scale_add_avx2, .avx512 = scale_add_avx512};
+
+using Scale = void (*)(float, float*, int64_t);
+const KernelTable<Scale> kScale{.baseline = scale_plain, .avx2 = scale_avx2, .avx512 = scale_avx512};
 
 // dot_rows accumulates element j into lane j % kDotLanes, then adds the lanes
 // by a fixed tree (sum_lanes): the same sums on every path, 16 independent
@@ -177,6 +199,9 @@ void scatter_run_baseline(const float* src, const float* bias, const float* add,
   scatter_run_body<4>(src, bias, add, cout, out);
 }
 
+const KernelTable<ScatterRun> kScatterRun{
+    .baseline = scatter_run_baseline, .avx2 = scatter_run_avx2, .avx512 = scatter_run_avx512};
+
 }  // namespace
 
 void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, const float* weight, const float* bias,
@@ -185,49 +210,19 @@ void add_layer_norm_rows(float* x, const float* y, int64_t rows, int64_t c, cons
   layer_norm_rows(x, c, rows, c, weight, bias, eps, x, c);
 }
 
-void add_rows(const float* a, const float* b, int64_t count, float* out) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
-  if (has_avx2) {
-    add_rows_avx2(a, b, count, out);
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
-}
+void add_rows(const float* a, const float* b, int64_t count, float* out) { kAddRows.best()(a, b, count, out); }
 
 void add_rows_inplace(float* x, const float* y, int64_t count) { add_rows(x, y, count, x); }
 
 void scale_rows_add(const float* scale, const float* x, int64_t ldx, const float* y, int64_t ldy, int64_t rows,
                     int64_t c, float* out, int64_t ldo) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
-  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float s = scale[r];
-    const float* xr = x + r * ldx;
-    const float* yr = y + r * ldy;
-    float* o = out + r * ldo;
-    if (has_avx512) {
-      scale_add_avx512(s, xr, yr, c, o);
-    } else if (has_avx2) {
-      scale_add_avx2(s, xr, yr, c, o);
-    } else {
-      for (int64_t j = 0; j < c; ++j) o[j] = s * xr[j] + yr[j];
-    }
-  }
+  const ScaleAdd scale_add = kScaleAdd.best();
+  for (int64_t r = 0; r < rows; ++r) scale_add(scale[r], x + r * ldx, y + r * ldy, c, out + r * ldo);
 }
 
 void scale_rows(const float* scale, float* x, int64_t ldx, int64_t rows, int64_t c) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
-  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* const row = x + r * ldx;
-    if (has_avx512) {
-      scale_avx512(scale[r], row, c);
-    } else if (has_avx2) {
-      scale_avx2(scale[r], row, c);
-    } else {
-      for (int64_t j = 0; j < c; ++j) row[j] *= scale[r];
-    }
-  }
+  const Scale scale_row = kScale.best();
+  for (int64_t r = 0; r < rows; ++r) scale_row(scale[r], x + r * ldx, c);
 }
 
 namespace {
@@ -249,17 +244,21 @@ namespace {
   }
 }
 
+// Groups of 8 have a vector path from AVX2 on; other sizes take the plain loop.
+using ScaleWithoutFirstsOf8 = void (*)(float, const float*, int64_t, float*);
+const KernelTable<ScaleWithoutFirstsOf8> kScaleWithoutFirstsOf8{.avx2 = scale_without_firsts_of_8_avx2};
+
 }  // namespace
 
 void scale_rows_without_group_firsts(const float* scale, const float* x, int64_t ldx, int64_t rows, int64_t groups,
                                      int64_t group, float* out, int64_t ldo) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
+  const ScaleWithoutFirstsOf8 of_8 = group == 8 ? kScaleWithoutFirstsOf8.best() : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     const float s = scale[r];
     const float* const xr = x + r * ldx;
     float* const o = out + r * ldo;
-    if (has_avx2 && group == 8) {
-      scale_without_firsts_of_8_avx2(s, xr, groups, o);
+    if (of_8 != nullptr) {
+      of_8(s, xr, groups, o);
       continue;
     }
     for (int64_t g = 0; g < groups; ++g)
@@ -270,23 +269,16 @@ void scale_rows_without_group_firsts(const float* scale, const float* x, int64_t
 namespace {
 
 template <typename B>
+using DotRow = double (*)(const float*, const B*, int64_t);
+
+template <typename B>
+const KernelTable<DotRow<B>> kDotRow{
+    .baseline = dot_row_plain<B>, .avx2 = dot_row_avx2<B>, .avx512 = dot_row_avx512<B>};
+
+template <typename B>
 void dot_rows_any(const float* a, int64_t lda, const B* b, int64_t ldb, int64_t rows, int64_t c, double* out) {
-  static const SimdLevel level = best_simd_level();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* const x = a + r * lda;
-    const B* const y = b + r * ldb;
-    switch (level) {
-      case SimdLevel::avx512:
-        out[r] = dot_row_avx512(x, y, c);
-        break;
-      case SimdLevel::avx2:
-        out[r] = dot_row_avx2(x, y, c);
-        break;
-      case SimdLevel::baseline:
-        out[r] = dot_row_plain(x, y, c);
-        break;
-    }
-  }
+  const DotRow<B> dot_row = kDotRow<B>.best();
+  for (int64_t r = 0; r < rows; ++r) out[r] = dot_row(a + r * lda, b + r * ldb, c);
 }
 
 }  // namespace
@@ -311,10 +303,7 @@ void center_rows(float* x, int64_t rows, int64_t c) {
 
 void scatter_2x2_taps(const float* taps, int64_t rows, int64_t w, int64_t cout, const float* bias, const float* add,
                       float* out) {
-  static const SimdLevel level = best_simd_level();
-  const ScatterRun scatter = level == SimdLevel::avx512 ? scatter_run_avx512
-                             : level == SimdLevel::avx2 ? scatter_run_avx2
-                                                        : scatter_run_baseline;
+  const ScatterRun scatter = kScatterRun.best();
   // Input pixel (i, j) makes output pixels (2i+dy, 2j+dx): one run per input
   // pixel and dy.
   for (int64_t i = 0; i < rows; ++i)

@@ -4,10 +4,9 @@
 
 #include <cmath>
 
-// The decoder GELU's single-precision AVX-512 lanes (GeluPath::kAvx512Float of
-// kernels/decoder_gelu.h), for kernels that apply it to values already in
-// registers on their way to other work: the same bits as gelu_exact_inplace
-// on that path.
+// The AVX-512 level's GELU lanes (kernels/gelu.h), for kernels that apply it to
+// values already in registers on their way to other work: the same bits as
+// gelu_exact_inplace at that level.
 
 namespace sam2rt::gelu_float_avx512 {
 

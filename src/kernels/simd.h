@@ -3,7 +3,7 @@
 // Portable SIMD building blocks (GCC/Clang vector extensions). A kernel body is
 // written once as an always_inline template over the vector type and
 // instantiated inside functions compiled for AVX-512, AVX2 or the baseline ISA;
-// simd_level() picks one at run time, so the binary runs on any x86-64 CPU.
+// simd_dispatch.h picks one at run time, so the binary runs on any x86-64 CPU.
 // Arithmetic is plain IEEE single precision (no fast-math), so every path rounds
 // the same way per element; only the order of reductions differs, and
 // exp_fused, whose AVX2 and AVX-512 paths round once per multiply-add.
@@ -22,17 +22,6 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace sam2rt {
-
-enum class SimdLevel { baseline = 0, avx2 = 1, avx512 = 2 };
-
-// The widest level this CPU supports (cpuid, cached; avx512 means its F, BW,
-// VL and DQ parts), capped by the environment variable
-// SAM2RT_MAX_SIMD=avx2|baseline when set (like oneDNN's ONEDNN_MAX_CPU_ISA): the
-// code paths of older CPUs can then be run and tested on a newer one. Every
-// kernel with CPU-specific paths consults it.
-SimdLevel best_simd_level();
-// "baseline" (plain x86-64: SSE2), "avx2" or "avx512", for logs and test names.
-const char* simd_level_name(SimdLevel level);
 
 namespace simd {
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/simd.h"
+
 // Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -211,44 +213,42 @@ void softmax_baseline(float* x, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) softmax_row<4>(x + r * ld, cols);
 }
 
+using SoftmaxRows = void (*)(float*, int64_t, int64_t, int64_t);
+const KernelTable<SoftmaxRows> kSoftmaxRows{
+    .baseline = softmax_baseline, .avx2 = softmax_avx2, .avx512 = softmax_avx512};
+
+using SoftmaxGroups = void (*)(float*, int64_t, int64_t);
+const KernelTable<SoftmaxGroups> kSoftmaxGroups{
+    .baseline = softmax_groups_baseline, .avx2 = softmax_groups_avx2, .avx512 = softmax_groups_avx512};
+
+using ExpRowsToBf16 = void (*)(const float*, int64_t, int64_t, int64_t, uint16_t*, int64_t, float*);
+const KernelTable<ExpRowsToBf16> kExpRowsToBf16{
+    .baseline = exp_to_bf16_baseline, .avx2 = exp_to_bf16_avx2, .avx512 = exp_to_bf16_avx512};
+
 }  // namespace
 
 void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld, SimdLevel level) {
-  switch (std::min(level, best_simd_level())) {
-    case SimdLevel::avx512: return softmax_avx512(x, rows, cols, ld);
-    case SimdLevel::avx2: return softmax_avx2(x, rows, cols, ld);
-    case SimdLevel::baseline: return softmax_baseline(x, rows, cols, ld);
-  }
+  kSoftmaxRows.at(level)(x, rows, cols, ld);
 }
 
-void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld) {
-  softmax_rows(x, rows, cols, ld, best_simd_level());
-}
+void softmax_rows(float* x, int64_t rows, int64_t cols, int64_t ld) { kSoftmaxRows.best()(x, rows, cols, ld); }
 
 void softmax_groups(float* x, int64_t groups, int64_t group, SimdLevel level) {
   if (group <= 0) return;
-  switch (std::min(level, best_simd_level())) {
-    case SimdLevel::avx512: return softmax_groups_avx512(x, groups, group);
-    case SimdLevel::avx2: return softmax_groups_avx2(x, groups, group);
-    case SimdLevel::baseline: return softmax_groups_baseline(x, groups, group);
-  }
+  kSoftmaxGroups.at(level)(x, groups, group);
 }
+
+void softmax_groups(float* x, int64_t groups, int64_t group) { softmax_groups(x, groups, group, best_simd_level()); }
 
 void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
                       float* sums, SimdLevel level) {
-  switch (std::min(level, best_simd_level())) {
-    case SimdLevel::avx512: return exp_to_bf16_avx512(x, rows, cols, ld, out, ldo, sums);
-    case SimdLevel::avx2: return exp_to_bf16_avx2(x, rows, cols, ld, out, ldo, sums);
-    case SimdLevel::baseline: return exp_to_bf16_baseline(x, rows, cols, ld, out, ldo, sums);
-  }
+  kExpRowsToBf16.at(level)(x, rows, cols, ld, out, ldo, sums);
 }
 
 void exp_rows_to_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out, int64_t ldo,
                       float* sums) {
-  exp_rows_to_bf16(x, rows, cols, ld, out, ldo, sums, best_simd_level());
+  kExpRowsToBf16.best()(x, rows, cols, ld, out, ldo, sums);
 }
-
-void softmax_groups(float* x, int64_t groups, int64_t group) { softmax_groups(x, groups, group, best_simd_level()); }
 
 void softmax_rows_reference(float* x, int64_t rows, int64_t cols, int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {

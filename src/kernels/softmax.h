@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 

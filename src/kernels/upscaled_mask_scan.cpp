@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 // Vector helpers are inlined into per-ISA functions (simd.h): no ABI crossing.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -71,14 +72,8 @@ void blend_row_baseline(const float* upper, const float* lower, float wt, float 
 using BlendRow = void (*)(const float*, const float*, float, float, int64_t, int64_t, float, float, float, uint8_t*,
                           int64_t&, int64_t&);
 
-BlendRow blend_row_for_this_cpu() {
-  switch (best_simd_level()) {
-    case SimdLevel::avx512: return blend_row_avx512;
-    case SimdLevel::avx2: return blend_row_avx2;
-    case SimdLevel::baseline: break;
-  }
-  return blend_row_baseline;
-}
+const KernelTable<BlendRow> kBlendRow{
+    .baseline = blend_row_baseline, .avx2 = blend_row_avx2, .avx512 = blend_row_avx512};
 
 // Appends (x, y) for every column where `now` differs from `before` on [begin, end).
 void record_changes(const uint8_t* now, const uint8_t* before, int64_t begin, int64_t end, int32_t y,
@@ -160,7 +155,7 @@ void UpscaledMaskScanner::interpolate_row(const float* plane, int64_t r, int64_t
 }
 
 void UpscaledMaskScanner::scan(const float* plane, float threshold, float high, float low, UpscaledMaskSummary& out) {
-  static const BlendRow blend = blend_row_for_this_cpu();
+  const BlendRow blend = kBlendRow.best();
   out.above_high = out.above_low = 0;
   out.runs.clear();
   changes_.clear();

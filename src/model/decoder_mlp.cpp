@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "kernels/activation.h"
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 #include "kernels/gemm.h"
 #include "kernels/linear.h"
-#include "kernels/small_rows_linear.h"
+#include "kernels/decoder/small_rows_linear.h"
 
 namespace sam2rt {
 

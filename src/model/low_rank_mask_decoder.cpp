@@ -8,14 +8,14 @@
 #include "core/error.h"
 #include "kernels/buffer_pool.h"
 #include "kernels/conv_transpose.h"
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 #include "kernels/decoder_rows.h"
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 #include "kernels/gemm.h"
 #include "kernels/layout.h"
-#include "kernels/mask_products.h"
+#include "kernels/decoder/mask_products.h"
 #include "kernels/stage_profile.h"
-#include "kernels/thread_scratch.h"
+#include "kernels/decoder/thread_scratch.h"
 
 namespace sam2rt {
 

@@ -6,16 +6,16 @@
 #include <vector>
 
 #include "kernels/buffer_pool.h"
-#include "kernels/column_softmax_blocks.h"
-#include "kernels/decoder_head_products.h"
+#include "kernels/decoder/column_softmax_blocks.h"
+#include "kernels/decoder/head_products.h"
 #include "kernels/decoder_rows.h"
-#include "kernels/decoder_threads.h"
-#include "kernels/few_vector_dots.h"
+#include "kernels/decoder/threads.h"
+#include "kernels/decoder/few_vector_dots.h"
 #include "kernels/gemm.h"
-#include "kernels/small_rows_linear.h"
+#include "kernels/decoder/small_rows_linear.h"
 #include "kernels/softmax.h"
 #include "kernels/stage_profile.h"
-#include "kernels/thread_scratch.h"
+#include "kernels/decoder/thread_scratch.h"
 
 namespace sam2rt {
 

@@ -22,7 +22,7 @@ namespace sam2rt {
 // projection of shared_k made once per image and a product of the prompt's
 // coefficients, K = heads * tokens per block instead of the width C. The
 // attention scores against the token keys are per-head dot products
-// (kernels/decoder_head_products). Same function as the reference MaskDecoder's
+// (kernels/decoder/head_products). Same function as the reference MaskDecoder's
 // transformer in exact arithmetic; the rounding differs. The derivation, and
 // which test checks each identity: docs/LOW_RANK.md.
 

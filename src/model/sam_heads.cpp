@@ -6,7 +6,7 @@
 
 #include "backends/cpu_backend.h"
 #include "core/error.h"
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 #include "kernels/stage_profile.h"
 #include "model/mask_decoder.h"
 #include "model/mask_postprocess.h"

@@ -48,7 +48,7 @@ struct MaskPrediction {
 //
 // Threading: a single prediction splits the image rows of its large steps among
 // the caller's OpenMP threads; a batch gives whole prompts to the threads. Either
-// way the token-sized steps run on one thread (kernels/decoder_threads.h).
+// way the token-sized steps run on one thread (kernels/decoder/threads.h).
 class SamHeads {
  public:
   // The reference decoder runs on `backend` (a CpuBackend of its own when

@@ -8,7 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/buffer_pool.h"
 #include "kernels/decoder_rows.h"
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 #include "kernels/norm.h"
 
 namespace sam2rt {

@@ -1,10 +1,10 @@
-#include "kernels/mask_products.h"
+#include "kernels/decoder/mask_products.h"
 
 #include <immintrin.h>
 
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 #include "kernels/gelu_float_avx512.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 
@@ -64,11 +64,8 @@ template <int Masks>
 
 #pragma GCC diagnostic pop
 
-}  // namespace
-
-void upscaled_mask_products(const UpscaledMaskProductsArgs& a) {
-  static const bool has_avx512 = best_simd_level() >= SimdLevel::avx512;
-  if (!has_avx512 || a.cout != kChannels || a.w % kPixels != 0) return upscaled_mask_products_unfused(a);
+void upscaled_mask_products_fused_avx512(const UpscaledMaskProductsArgs& a) {
+  if (a.cout != kChannels || a.w % kPixels != 0) return upscaled_mask_products_unfused(a);
   switch (a.masks) {
     case 1: return upscaled_mask_products_avx512<1>(a);
     case 2: return upscaled_mask_products_avx512<2>(a);
@@ -77,6 +74,15 @@ void upscaled_mask_products(const UpscaledMaskProductsArgs& a) {
     default: return upscaled_mask_products_unfused(a);
   }
 }
+
+// Only AVX-512 has a fused path; the other levels take the GELU a row at a time.
+using UpscaledMaskProducts = void (*)(const UpscaledMaskProductsArgs&);
+const KernelTable<UpscaledMaskProducts> kUpscaledMaskProducts{.baseline = upscaled_mask_products_unfused,
+                                                              .avx512 = upscaled_mask_products_fused_avx512};
+
+}  // namespace
+
+void upscaled_mask_products(const UpscaledMaskProductsArgs& a) { kUpscaledMaskProducts.best()(a); }
 
 void upscaled_mask_products_unfused(const UpscaledMaskProductsArgs& a) {
   float* const row = a.scratch;

@@ -1,15 +1,13 @@
-#include "kernels/decoder_gelu.h"
+#include "kernels/gelu.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <numbers>
 #include <vector>
 
 #include "kernels/gelu_float_avx512.h"
-#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -72,8 +70,8 @@ std::vector<T> by_coefficient(const std::vector<double>& by_piece, int pieces, i
   return out;
 }
 
-// The portable and AVX2 paths: 256 pieces of degree 6 (about 2e-12 absolute
-// error), looked up per element.
+// The baseline kernel: 256 pieces of degree 6 (about 2e-12 absolute error),
+// looked up per element.
 constexpr int kPiecesPerUnit = 16;
 constexpr int kDegree = 6;
 constexpr int kCoefficients = kDegree + 1;
@@ -83,22 +81,7 @@ const double* phi_table() {
   return table.data();
 }
 
-// The AVX-512 path: 16 pieces of width 1 and degree 13, few enough that each
-// coefficient's 16 values sit in two registers and a two-source permute looks
-// them up (gathers are slow on some CPUs, e.g. AMD Zen 4/5). Stored coefficient
-// after coefficient: [coefficient][piece].
-constexpr int kWidePieces = 16;
-constexpr int kWideDegree = 13;
-constexpr int kWideCoefficients = kWideDegree + 1;
-
-const double* wide_phi_table() {
-  static const std::vector<double> table =
-      by_coefficient<double>(phi_pieces(1, kWideDegree), kWidePieces, kWideCoefficients);
-  return table.data();
-}
-
-// One element; the AVX2 path below performs the same operations lane by lane, so
-// both give identical bits.
+// One element.
 inline float gelu_from_table(const double* table, float x) {
   const double v = x;
   // The clamp (NaN goes to kLow) keeps the piece index in range; the selects fix the tails.
@@ -114,82 +97,12 @@ inline float gelu_from_table(const double* table, float x) {
   return static_cast<float>(v * phi);
 }
 
-// _mm256_i32gather_pd starts from an undefined vector, which GCC 12 reports as
-// maybe-uninitialized; the masked form with every lane enabled is the same load.
-__attribute__((target("avx2"))) inline __m256d gather(const double* base, __m128i index) {
-  const __m256d all_lanes = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-  return _mm256_mask_i32gather_pd(_mm256_setzero_pd(), base, index, all_lanes, 8);
-}
-
-__attribute__((target("avx2"))) void gelu_avx2(const double* table, float* x, int64_t count) {
-  const __m256d low = _mm256_set1_pd(kLow), high = _mm256_set1_pd(kHigh), high_clamp = _mm256_set1_pd(kHighClamp);
-  const __m256d per_unit = _mm256_set1_pd(kPiecesPerUnit), two = _mm256_set1_pd(2.0), one = _mm256_set1_pd(1.0);
-  const __m256d zero = _mm256_setzero_pd();
-  const __m128i stride = _mm_set1_epi32(kCoefficients);
-  int64_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-    const __m256d above_low = _mm256_cmp_pd(v, low, _CMP_GT_OQ), below_high = _mm256_cmp_pd(v, high, _CMP_LT_OQ);
-    const __m256d clamped = _mm256_blendv_pd(low, _mm256_blendv_pd(high_clamp, v, below_high), above_low);
-    const __m256d u = _mm256_mul_pd(_mm256_sub_pd(clamped, low), per_unit);
-    const __m128i piece = _mm256_cvttpd_epi32(u);
-    const __m256d t = _mm256_sub_pd(_mm256_mul_pd(two, _mm256_sub_pd(u, _mm256_cvtepi32_pd(piece))), one);
-    const __m128i base = _mm_mullo_epi32(piece, stride);
-    __m256d phi = gather(table + kDegree, base);
-    for (int k = kDegree - 1; k >= 0; --k) {
-      phi = _mm256_add_pd(_mm256_mul_pd(phi, t), gather(table + k, base));
-    }
-    phi = _mm256_blendv_pd(phi, one, _mm256_cmp_pd(v, high, _CMP_GE_OQ));
-    phi = _mm256_blendv_pd(phi, zero, _mm256_cmp_pd(v, low, _CMP_LE_OQ));
-    _mm_storeu_ps(x + i, _mm256_cvtpd_ps(_mm256_mul_pd(v, phi)));
-  }
-  for (; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
-}
-
 // GCC 12's AVX-512 intrinsics start many results from an "undefined" vector,
 // which it then reports as maybe-uninitialized once inlined.
 #pragma GCC diagnostic push
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// Eight lanes of x * Phi(x) in double from the wide table (FMA Horner steps).
-__attribute__((target("avx512f,avx512dq"))) inline __m512d gelu_wide_lanes(const __m512d (&table)[2 * kWideCoefficients],
-                                                                            __m512d v) {
-  const __m512d low = _mm512_set1_pd(kLow), high_clamp = _mm512_set1_pd(kHighClamp);
-  // max/min return their second operand for NaN, so NaN lands on the low piece.
-  const __m512d clamped = _mm512_min_pd(_mm512_max_pd(v, low), high_clamp);
-  const __m512d u = _mm512_sub_pd(clamped, low);
-  const __m512d floor_u = _mm512_roundscale_pd(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m512i piece = _mm512_cvttpd_epi64(floor_u);
-  const __m512d t = _mm512_sub_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), _mm512_sub_pd(u, floor_u)), _mm512_set1_pd(1.0));
-  __m512d phi = _mm512_permutex2var_pd(table[2 * kWideDegree], piece, table[2 * kWideDegree + 1]);
-  for (int k = kWideDegree - 1; k >= 0; --k) {
-    phi = _mm512_fmadd_pd(phi, t, _mm512_permutex2var_pd(table[2 * k], piece, table[2 * k + 1]));
-  }
-  phi = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, _mm512_set1_pd(kHigh), _CMP_GE_OQ), phi, _mm512_set1_pd(1.0));
-  phi = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, low, _CMP_LE_OQ), phi, _mm512_setzero_pd());
-  return _mm512_mul_pd(v, phi);
-}
-
-__attribute__((target("avx512f,avx512dq"))) inline __m256 gelu_wide_lanes_to_float(
-    const __m512d (&table)[2 * kWideCoefficients], __m256 x) {
-  return _mm512_cvtpd_ps(gelu_wide_lanes(table, _mm512_cvtps_pd(x)));
-}
-
-__attribute__((target("avx512f,avx512dq"))) void gelu_avx512(float* x, int64_t count) {
-  const double* wide = wide_phi_table();
-  __m512d table[2 * kWideCoefficients];
-  for (int k = 0; k < 2 * kWideCoefficients; ++k) table[k] = _mm512_loadu_pd(wide + 8 * k);
-  for (int64_t i = 0; i < count; i += 16) {
-    const int64_t left = count - i;
-    const __mmask16 lanes = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-    const __m512 in = _mm512_maskz_loadu_ps(lanes, x + i);
-    const __m256 lo = gelu_wide_lanes_to_float(table, _mm512_castps512_ps256(in));
-    const __m256 hi = gelu_wide_lanes_to_float(table, _mm512_extractf32x8_ps(in, 1));
-    _mm512_mask_storeu_ps(x + i, lanes, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
-  }
-}
-
 __attribute__((target("avx512f,avx512dq"))) void gelu_avx512_float(float* x, int64_t count) {
   using gelu_float_avx512::gelu_16_floats;
   __m512 table[gelu_float_avx512::kTableRegisters];
@@ -212,13 +125,13 @@ __attribute__((target("avx512f,avx512dq"))) void gelu_avx512_float(float* x, int
 
 #pragma GCC diagnostic pop
 
-// The single-precision AVX2 path. AVX2's one-source permute looks up among 8
+// The AVX2 kernel. AVX2's one-source permute looks up among 8
 // lanes, so the table covers half the line: Q(y) = Phi(-y) on [0, 8] in 8 pieces
 // of width 1 and degree 7, one register per coefficient, and Phi(x) = Q(|x|) for
 // x < 0, 1 - Q(|x|) otherwise (the tail Q keeps its own relative accuracy where
 // Phi is tiny; 1 - Q rounds where it is near 1). Within the same absolute 2.5e-7 *
-// max(1, |x|) as the AVX-512 float path (a third of it, measured when the table
-// was chosen). Stored [coefficient][piece].
+// max(1, |x|) as the AVX-512 kernel (a third of it, measured when the table was
+// chosen). Stored [coefficient][piece].
 constexpr int kHalfPieces = 8;
 constexpr int kHalfDegree = 7;
 constexpr int kHalfCoefficients = kHalfDegree + 1;
@@ -269,62 +182,31 @@ __attribute__((target("avx2,fma"))) void gelu_avx2_float(float* x, int64_t count
   }
 }
 
+void gelu_baseline(float* x, int64_t count) {
+  const double* table = phi_table();
+  for (int64_t i = 0; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
+}
+
+using Gelu = void (*)(float*, int64_t);
+const KernelTable<Gelu> kGelu{.baseline = gelu_baseline, .avx2 = gelu_avx2_float, .avx512 = gelu_avx512_float};
+
 }  // namespace
 
-// The single-precision AVX-512 path: faster than the double path for an absolute
-// error of ~2e-7 * max(1, |x|); the decoder's tolerance is an absolute 1e-4 on the
-// logits, far above it.
+// The AVX-512 kernel's table: single precision is faster than a double
+// evaluation, for an absolute error of ~2e-7 * max(1, |x|); the decoder's
+// tolerance is an absolute 1e-4 on the logits, far above it.
 const float* gelu_float_avx512::float_table() {
   static_assert(kPieces == 32, "two registers of 16 floats per coefficient");
   static_assert(kLow == static_cast<float>(sam2rt::kLow) && kHigh == static_cast<float>(sam2rt::kHigh));
-  // kPiecesPerUnit and kDegree are this path's (gelu_float_avx512's), not the double paths'.
+  // kPiecesPerUnit and kDegree are this kernel's (gelu_float_avx512's), not the baseline's.
   static const std::vector<float> table = by_coefficient<float>(
       phi_pieces(gelu_float_avx512::kPiecesPerUnit, gelu_float_avx512::kDegree), kPieces, kCoefficients);
   return table.data();
 }
 
-bool gelu_path_supported(GeluPath path) {
-  switch (path) {
-    case GeluPath::kPortable:
-      return true;
-    case GeluPath::kAvx2:
-    case GeluPath::kAvx2Float:
-      return best_simd_level() >= SimdLevel::avx2;
-    case GeluPath::kAvx512:
-      return best_simd_level() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512dq");
-    case GeluPath::kAvx512Float:
-      return best_simd_level() >= SimdLevel::avx512;
-  }
-  return false;
-}
+void gelu_exact_inplace(float* x, int64_t count) { kGelu.best()(x, count); }
 
-void gelu_exact_inplace_with(GeluPath path, float* x, int64_t count) {
-  switch (path) {
-    case GeluPath::kAvx512:
-      gelu_avx512(x, count);
-      return;
-    case GeluPath::kAvx512Float:
-      gelu_avx512_float(x, count);
-      return;
-    case GeluPath::kAvx2:
-      gelu_avx2(phi_table(), x, count);
-      return;
-    case GeluPath::kAvx2Float:
-      gelu_avx2_float(x, count);
-      return;
-    case GeluPath::kPortable:
-      break;
-  }
-  const double* table = phi_table();
-  for (int64_t i = 0; i < count; ++i) x[i] = gelu_from_table(table, x[i]);
-}
-
-void gelu_exact_inplace(float* x, int64_t count) {
-  static const GeluPath best = gelu_path_supported(GeluPath::kAvx512Float) ? GeluPath::kAvx512Float
-                               : gelu_path_supported(GeluPath::kAvx2Float)  ? GeluPath::kAvx2Float
-                                                                             : GeluPath::kPortable;
-  gelu_exact_inplace_with(best, x, count);
-}
+void gelu_exact_inplace(float* x, int64_t count, SimdLevel level) { kGelu.at(level)(x, count); }
 
 float gelu_exact_reference(float x) {
   const double v = x;

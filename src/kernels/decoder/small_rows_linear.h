@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 

@@ -1,4 +1,4 @@
-#include "kernels/small_rows_linear.h"
+#include "kernels/decoder/small_rows_linear.h"
 
 #include <immintrin.h>
 
@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "core/error.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 
@@ -103,6 +103,34 @@ void rows_block_upto(int rows, Block block) {
   block(std::integral_constant<int, MaxRows>{});
 }
 
+// Column blocks outside, row blocks inside: each block of the weight (32
+// columns, 32 KB for in = 256) is read from memory once and serves every row
+// from L1. The sum of each output is the same whatever the blocking.
+template <int RowBlock, class Block>
+void column_blocks_then_row_blocks(const SmallRowsLinearArgs& a, Block block) {
+  for (int64_t c0 = 0; c0 < a.columns; c0 += kColumnBlock) {
+    for (int64_t r0 = 0; r0 < a.rows; r0 += RowBlock) {
+      const int rows = static_cast<int>(std::min<int64_t>(RowBlock, a.rows - r0));
+      rows_block_upto<RowBlock>(rows, [&](auto n) { block(n, r0, c0); });
+    }
+  }
+}
+
+void small_rows_linear_avx2(const SmallRowsLinearArgs& a) {
+  column_blocks_then_row_blocks<kAvx2RowBlock>(
+      a, [&](auto n, int64_t r0, int64_t c0) { rows_block_avx2<decltype(n)::value>(a, r0, c0); });
+}
+
+void small_rows_linear_avx512(const SmallRowsLinearArgs& a) {
+  column_blocks_then_row_blocks<kAvx512RowBlock>(
+      a, [&](auto n, int64_t r0, int64_t c0) { rows_block_avx512<decltype(n)::value>(a, r0, c0); });
+}
+
+// No baseline entry: callers ask small_rows_linear_applies first.
+using SmallRowsLinear = void (*)(const SmallRowsLinearArgs&);
+const KernelTable<SmallRowsLinear> kSmallRowsLinear{.avx2 = small_rows_linear_avx2,
+                                                    .avx512 = small_rows_linear_avx512};
+
 }  // namespace
 
 Tensor pack_small_rows_weight(const Tensor& weight) {
@@ -116,29 +144,15 @@ Tensor pack_small_rows_weight(const Tensor& weight) {
 }
 
 bool small_rows_linear_applies(int64_t rows) {
-  static const bool has_avx2 = best_simd_level() >= SimdLevel::avx2;
-  return has_avx2 && rows >= 1 && rows <= kMaxRows;
+  return kSmallRowsLinear.best() != nullptr && rows >= 1 && rows <= kMaxRows;
 }
 
 void small_rows_linear(const SmallRowsLinearArgs& a) { small_rows_linear(a, best_simd_level()); }
 
 void small_rows_linear(const SmallRowsLinearArgs& a, SimdLevel level) {
-  level = std::min(level, best_simd_level());
-  if (level < SimdLevel::avx2) throw Error("small_rows_linear needs AVX2");
-  // Column blocks outside, row blocks inside: each block of the weight (32
-  // columns, 32 KB for in = 256) is read from memory once and serves every row
-  // from L1. The sum of each output is the same whatever the blocking.
-  const int row_block = level == SimdLevel::avx512 ? kAvx512RowBlock : kAvx2RowBlock;
-  for (int64_t c0 = 0; c0 < a.columns; c0 += kColumnBlock) {
-    for (int64_t r0 = 0; r0 < a.rows; r0 += row_block) {
-      const int rows = static_cast<int>(std::min<int64_t>(row_block, a.rows - r0));
-      if (level == SimdLevel::avx512) {
-        rows_block_upto<kAvx512RowBlock>(rows, [&](auto n) { rows_block_avx512<decltype(n)::value>(a, r0, c0); });
-      } else {
-        rows_block_upto<kAvx2RowBlock>(rows, [&](auto n) { rows_block_avx2<decltype(n)::value>(a, r0, c0); });
-      }
-    }
-  }
+  const SmallRowsLinear kernel = kSmallRowsLinear.at(level);
+  if (kernel == nullptr) throw Error("small_rows_linear needs AVX2");
+  kernel(a);
 }
 
 void small_rows_linear_reference(const SmallRowsLinearArgs& a) {

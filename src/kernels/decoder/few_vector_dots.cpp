@@ -1,4 +1,4 @@
-#include "kernels/few_vector_dots.h"
+#include "kernels/decoder/few_vector_dots.h"
 
 #include <immintrin.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 
@@ -56,6 +56,14 @@ namespace {
   }
 }
 
+void few_vector_dots_gemm(const FewVectorDotsArgs& a) {
+  gemm({.m = a.rows, .n = a.count, .k = a.k, .a = a.x, .lda = a.ldx, .b = a.vectors, .ldb = a.k,
+        .b_transposed = true, .c = a.out, .ldc = a.ldo, .accumulate = a.accumulate});
+}
+
+using FewVectorDots = void (*)(const FewVectorDotsArgs&);
+const KernelTable<FewVectorDots> kFewVectorDots{.baseline = few_vector_dots_gemm, .avx2 = few_vector_dots_avx2};
+
 }  // namespace
 
 void few_vector_dots(const FewVectorDotsArgs& a) {
@@ -64,9 +72,8 @@ void few_vector_dots(const FewVectorDotsArgs& a) {
                 std::to_string(kMaxFewVectors) + ")");
   }
   if (a.rows <= 0) return;
-  if (a.k > 0 && best_simd_level() >= SimdLevel::avx2) return few_vector_dots_avx2(a);
-  gemm({.m = a.rows, .n = a.count, .k = a.k, .a = a.x, .lda = a.ldx, .b = a.vectors, .ldb = a.k,
-        .b_transposed = true, .c = a.out, .ldc = a.ldo, .accumulate = a.accumulate});
+  if (a.k <= 0) return few_vector_dots_gemm(a);
+  kFewVectorDots.best()(a);
 }
 
 void few_vector_dots_reference(const FewVectorDotsArgs& a) {

@@ -1,4 +1,4 @@
-#include "kernels/decoder_threads.h"
+#include "kernels/decoder/threads.h"
 
 #include <omp.h>
 

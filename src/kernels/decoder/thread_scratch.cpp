@@ -1,4 +1,4 @@
-#include "kernels/thread_scratch.h"
+#include "kernels/decoder/thread_scratch.h"
 
 #include <array>
 #include <memory>

@@ -1,9 +1,10 @@
-#include "kernels/column_softmax_blocks.h"
+#include "kernels/decoder/column_softmax_blocks.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 // Vector helpers are always inlined into functions of their own ISA (simd.h).
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -66,21 +67,15 @@ void exp_column_block_baseline(float* x, int64_t rows, int64_t cols, int64_t ld,
   exp_column_block_body<4>(x, rows, cols, ld, max, sum);
 }
 
+using ExpColumnBlock = void (*)(float*, int64_t, int64_t, int64_t, float*, float*);
+const KernelTable<ExpColumnBlock> kExpColumnBlock{
+    .baseline = exp_column_block_baseline, .avx2 = exp_column_block_avx2, .avx512 = exp_column_block_avx512};
+
 }  // namespace
 
 void exp_column_block(float* x, int64_t rows, int64_t cols, int64_t ld, float* max, float* sum) {
   if (rows <= 0 || cols <= 0) return;
-  switch (best_simd_level()) {
-    case SimdLevel::avx512:
-      exp_column_block_avx512(x, rows, cols, ld, max, sum);
-      return;
-    case SimdLevel::avx2:
-      exp_column_block_avx2(x, rows, cols, ld, max, sum);
-      return;
-    case SimdLevel::baseline:
-      exp_column_block_baseline(x, rows, cols, ld, max, sum);
-      return;
-  }
+  kExpColumnBlock.best()(x, rows, cols, ld, max, sum);
 }
 
 void exp_column_block_reference(float* x, int64_t rows, int64_t cols, int64_t ld, float* max, float* sum) {

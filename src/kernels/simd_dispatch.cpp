@@ -1,8 +1,8 @@
+#include "kernels/simd_dispatch.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
-
-#include "kernels/simd.h"
 
 namespace sam2rt {
 
@@ -41,6 +41,11 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::baseline: break;
   }
   return "baseline";
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = best_simd_level() >= SimdLevel::avx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
 }
 
 }  // namespace sam2rt

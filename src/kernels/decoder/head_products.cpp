@@ -1,4 +1,4 @@
-#include "kernels/decoder_head_products.h"
+#include "kernels/decoder/head_products.h"
 
 #include <immintrin.h>
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
-#include "kernels/simd.h"
+#include "kernels/simd_dispatch.h"
 
 namespace sam2rt {
 
@@ -17,14 +17,12 @@ namespace {
 // the final attention 1 (the IoU token) or 5 (the object score and mask tokens).
 constexpr int64_t kFastHeadDim = 16, kMaxFastPerHead = 8;
 
-// Which vectorised path serves a shape at `level`; baseline means the per-head
-// GEMMs. head_weighted_sums at AVX-512 takes two heads per register, AVX2 one;
-// head_dots takes one head per 8-lane register at both (see its kernel).
-SimdLevel fast_path(int64_t heads, int64_t head_dim, int64_t per_head, SimdLevel level) {
-  if (head_dim != kFastHeadDim || per_head < 1 || per_head > kMaxFastPerHead) return SimdLevel::baseline;
-  const SimdLevel usable = std::min(level, best_simd_level());
-  if (usable == SimdLevel::avx512 && heads % 2 == 0) return SimdLevel::avx512;
-  return usable >= SimdLevel::avx2 ? SimdLevel::avx2 : SimdLevel::baseline;
+// The shapes the vectorised paths serve; any other goes to the per-head GEMMs.
+// head_weighted_sums at AVX-512 takes two heads per register (an even count of
+// heads), AVX2 one; head_dots takes one head per 8-lane register at both (see
+// its kernel).
+bool fast_shape(int64_t head_dim, int64_t per_head) {
+  return head_dim == kFastHeadDim && per_head >= 1 && per_head <= kMaxFastPerHead;
 }
 
 // Calls kernel.template operator()<P>() with the compile-time P = per_head
@@ -158,20 +156,9 @@ template <int PerHead>
     }
 }
 
-}  // namespace
-
-void head_weighted_sums(const HeadWeightedSumsArgs& a) { head_weighted_sums(a, best_simd_level()); }
-
-void head_weighted_sums(const HeadWeightedSumsArgs& a, SimdLevel level) {
-  switch (fast_path(a.heads, a.head_dim, a.per_head, level)) {
-    case SimdLevel::avx512:
-      return with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_two_heads_avx512<P>(a); });
-    case SimdLevel::avx2:
-      return with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_half_heads_avx2<P>(a); });
-    case SimdLevel::baseline: break;
-  }
-  // Any other shape: each head's scaled weights [rows, per_head], then a GEMM
-  // with them transposed.
+// Any shape: each head's scaled weights [rows, per_head], then a GEMM with them
+// transposed.
+void head_weighted_sums_gemms(const HeadWeightedSumsArgs& a) {
   std::vector<float> scaled(static_cast<size_t>(a.rows * a.per_head));
   for (int64_t h = 0; h < a.heads; ++h) {
     for (int64_t i = 0; i < a.rows; ++i) {
@@ -185,6 +172,44 @@ void head_weighted_sums(const HeadWeightedSumsArgs& a, SimdLevel level) {
           .c = a.out + h * a.head_dim, .ldc = a.ldo, .accumulate = true});
   }
 }
+
+void head_weighted_sums_avx2(const HeadWeightedSumsArgs& a) {
+  if (!fast_shape(a.head_dim, a.per_head)) return head_weighted_sums_gemms(a);
+  with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_half_heads_avx2<P>(a); });
+}
+
+void head_weighted_sums_avx512(const HeadWeightedSumsArgs& a) {
+  if (a.heads % 2 != 0) return head_weighted_sums_avx2(a);
+  if (!fast_shape(a.head_dim, a.per_head)) return head_weighted_sums_gemms(a);
+  with_per_head(a.per_head, [&]<int P>() { head_weighted_sums_two_heads_avx512<P>(a); });
+}
+
+void head_dots_gemms(const HeadDotsArgs& a) {
+  for (int64_t h = 0; h < a.heads; ++h) {
+    gemm({.m = a.rows, .n = a.per_head, .k = a.head_dim, .a = a.x + h * a.head_dim, .lda = a.ldx,
+          .b = a.vectors + h * a.per_head * a.head_dim, .ldb = a.head_dim, .b_transposed = true,
+          .c = a.out + h * a.per_head, .ldc = a.ldo});
+  }
+}
+
+void head_dots_avx2(const HeadDotsArgs& a) {
+  // The transposed vectors live on the stack: up to 64 heads.
+  if (a.heads > 64 || !fast_shape(a.head_dim, a.per_head)) return head_dots_gemms(a);
+  with_per_head(a.per_head, [&]<int P>() { head_dots_one_head_avx2<P>(a); });
+}
+
+using HeadWeightedSums = void (*)(const HeadWeightedSumsArgs&);
+const KernelTable<HeadWeightedSums> kHeadWeightedSums{
+    .baseline = head_weighted_sums_gemms, .avx2 = head_weighted_sums_avx2, .avx512 = head_weighted_sums_avx512};
+
+using HeadDots = void (*)(const HeadDotsArgs&);
+const KernelTable<HeadDots> kHeadDots{.baseline = head_dots_gemms, .avx2 = head_dots_avx2};
+
+}  // namespace
+
+void head_weighted_sums(const HeadWeightedSumsArgs& a) { kHeadWeightedSums.best()(a); }
+
+void head_weighted_sums(const HeadWeightedSumsArgs& a, SimdLevel level) { kHeadWeightedSums.at(level)(a); }
 
 void head_weighted_sums_reference(const HeadWeightedSumsArgs& a) {
   for (int64_t h = 0; h < a.heads; ++h)
@@ -200,20 +225,9 @@ void head_weighted_sums_reference(const HeadWeightedSumsArgs& a) {
       }
 }
 
-void head_dots(const HeadDotsArgs& a) { head_dots(a, best_simd_level()); }
+void head_dots(const HeadDotsArgs& a) { kHeadDots.best()(a); }
 
-void head_dots(const HeadDotsArgs& a, SimdLevel level) {
-  // The transposed vectors live on the stack: up to 64 heads.
-  const SimdLevel path = a.heads <= 64 ? fast_path(a.heads, a.head_dim, a.per_head, level) : SimdLevel::baseline;
-  if (path != SimdLevel::baseline) {
-    return with_per_head(a.per_head, [&]<int P>() { head_dots_one_head_avx2<P>(a); });
-  }
-  for (int64_t h = 0; h < a.heads; ++h) {
-    gemm({.m = a.rows, .n = a.per_head, .k = a.head_dim, .a = a.x + h * a.head_dim, .lda = a.ldx,
-          .b = a.vectors + h * a.per_head * a.head_dim, .ldb = a.head_dim, .b_transposed = true,
-          .c = a.out + h * a.per_head, .ldc = a.ldo});
-  }
-}
+void head_dots(const HeadDotsArgs& a, SimdLevel level) { kHeadDots.at(level)(a); }
 
 void head_dots_reference(const HeadDotsArgs& a) {
   for (int64_t i = 0; i < a.rows; ++i)

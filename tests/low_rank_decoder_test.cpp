@@ -281,17 +281,25 @@ TEST(LowRankDecoderKernels, ScatterOfTapsIsTheTransposedConvolution) {
     for (int64_t p = 0; p < 4 * h * w; ++p) EXPECT_NEAR(out[p * cout + o], want[o * 4 * h * w + p], 1e-5) << o << " " << p;
 }
 
+// The micro case's fast path with its image state, and the reference decoder
+// on a CPU backend with the same features. Made within a DecoderThreads scope,
+// as SamHeads runs the decoder: oneDNN on the calling thread only.
+struct MicroDecoders {
+  const testing::DecoderCase& c = micro_decoder_case();
+  const PromptEncoder prompts{c.config, c.weights};
+  const LowRankMaskDecoder decoder{c.config, c.weights, prompts.dense_pe()};
+  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
+  const std::shared_ptr<CpuBackend> backend = std::make_shared<CpuBackend>();
+  const MaskDecoder reference{c.config, c.weights, prompts.dense_pe(), prompts.embed_dense(Prompt{}), backend};
+  const DeviceDecoderFeatures features = upload_decoder_features(*backend, c.features);
+};
+
 // The micro goldens' prompts without mask input, decoded by the fast path and
 // by the reference decoder on the CPU backend.
 TEST(LowRankDecoder, MatchesTheReferenceDecoderOnMicro) {
-  const auto& c = micro_decoder_case();
-  const DecoderThreads scope;  // as SamHeads runs the decoder: oneDNN on the calling thread only
-  const PromptEncoder prompts(c.config, c.weights);
-  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
-  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
-  const auto backend = std::make_shared<CpuBackend>();
-  const MaskDecoder reference(c.config, c.weights, prompts.dense_pe(), prompts.embed_dense(Prompt{}), backend);
-  const DeviceDecoderFeatures features = upload_decoder_features(*backend, c.features);
+  const DecoderThreads scope;
+  const MicroDecoders m;
+  const auto& [c, prompts, decoder, image, backend, reference, features] = m;
   int compared = 0;
   for (const auto& g : c.prompts) {
     if (!g.prompt.mask_input.empty()) continue;
@@ -346,14 +354,9 @@ Tensor whole_rows(const LowRankKeys& keys, const std::vector<double>& shared, in
 // out bias, centered) * g1, block 1's with s2 = centered(s) * g2. Micro's
 // prompts without mask input.
 TEST(LowRankDecoder, MatchesTheReferenceDecoderStageByStage) {
-  const auto& c = micro_decoder_case();
   const DecoderThreads scope;
-  const PromptEncoder prompts(c.config, c.weights);
-  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
-  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
-  const auto backend = std::make_shared<CpuBackend>();
-  const MaskDecoder reference(c.config, c.weights, prompts.dense_pe(), prompts.embed_dense(Prompt{}), backend);
-  const DeviceDecoderFeatures features = upload_decoder_features(*backend, c.features);
+  const MicroDecoders m;
+  const auto& [c, prompts, decoder, image, backend, reference, features] = m;
 
   // The image rows' shared parts, from src and the norms' weights.
   const std::string t = "sam_mask_decoder.transformer.layers.";
@@ -401,11 +404,9 @@ TEST(LowRankDecoder, MatchesTheReferenceDecoderStageByStage) {
 // Prompts decoded in lockstep (one group, mixed token counts) give each prompt
 // the bits it gets alone, also when the IoU filter skips some of their upscalings.
 TEST(LowRankDecoder, GroupInLockstepEqualsOneByOne) {
-  const auto& c = micro_decoder_case();
   const DecoderThreads scope;
-  const PromptEncoder prompts(c.config, c.weights);
-  const LowRankMaskDecoder decoder(c.config, c.weights, prompts.dense_pe());
-  const DecoderImageState image = decoder.prepare_image(c.features, prompts.embed_dense(Prompt{}), 2);
+  const MicroDecoders m;
+  const auto& [c, prompts, decoder, image, backend, reference, features] = m;
   std::vector<Tensor> sparse;
   for (const auto& g : c.prompts) {
     if (g.prompt.mask_input.empty()) sparse.push_back(prompts.embed_sparse(g.prompt, c.orig_w, c.orig_h));

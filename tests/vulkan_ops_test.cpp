@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/command_recorder.h"
@@ -58,12 +59,16 @@ class VulkanOpsTest : public VulkanTest {
     const Tensor weight = random_tensor({out, in}, 12, 0.3f);
     const Tensor bias = with_bias ? random_tensor({out}, 13) : Tensor();
     const Tensor residual = random_tensor({rows, out}, 14);
-    const PackedLinear cpu(weight, bias, Precision::fp32);
+    const PackedLinear cpu(weight, bias, MatmulPrecision::fp32);
     const DeviceLinear layer = upload_linear(context(), weight, bias);
     const DeviceBuffer device_x = upload(x);
-    for (const Epilogue epilogue : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate, Epilogue::relu}) {
+    const std::pair<Epilogue, MatmulEpilogue> epilogues[] = {{Epilogue::none, MatmulEpilogue::none},
+                                                             {Epilogue::gelu, MatmulEpilogue::gelu},
+                                                             {Epilogue::accumulate, MatmulEpilogue::accumulate},
+                                                             {Epilogue::relu, MatmulEpilogue::relu}};
+    for (const auto& [epilogue, kernel_epilogue] : epilogues) {
       Tensor expected = residual.clone();
-      cpu.forward(x.data(), rows, expected.data(), epilogue);
+      cpu.forward(x.data(), rows, expected.data(), kernel_epilogue);
       const DeviceBuffer device_y = upload(residual);
       CommandRecorder recorder(context());
       ops().linear(recorder, layer, all_elements(device_x), rows, all_elements(device_y), epilogue);
@@ -529,8 +534,8 @@ TEST_F(VulkanOpsTest, OneRecordingChainsOpsWithBarriers) {
   Tensor normed({rows, channels}), h({rows, hidden});
   Tensor expected = x.clone();
   layer_norm_rows(x.data(), channels, rows, channels, norm_w.data(), norm_b.data(), 1e-6f, normed.data(), channels);
-  PackedLinear(w1, b1, Precision::fp32).forward(normed.data(), rows, h.data(), Epilogue::gelu);
-  PackedLinear(w2, b2, Precision::fp32).forward(h.data(), rows, expected.data(), Epilogue::accumulate);
+  PackedLinear(w1, b1, MatmulPrecision::fp32).forward(normed.data(), rows, h.data(), MatmulEpilogue::gelu);
+  PackedLinear(w2, b2, MatmulPrecision::fp32).forward(h.data(), rows, expected.data(), MatmulEpilogue::accumulate);
 
   const DeviceBuffer dx = upload(x), dnw = upload(norm_w), dnb = upload(norm_b);
   const DeviceBuffer dnormed = zeros(rows * channels), dh = zeros(rows * hidden);

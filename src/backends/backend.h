@@ -47,7 +47,10 @@ class Program {
 // a new input written into the same tensor. Shape errors throw Error.
 // A backend is used from one thread at a time: the models on one backend (the
 // encoder, the decoder) hold run_mutex() while they record or run on it.
-// The operand types are in backends/op_types.h.
+// Every virtual method has cases in tests/backend_ops_test.cpp, run on each
+// backend against plain references; that test reads the declarations below and
+// fails for a method without a case, so a new op comes with its cases. The
+// operand types are in backends/op_types.h.
 class Backend {
  public:
   virtual ~Backend() = default;

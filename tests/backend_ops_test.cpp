@@ -1036,22 +1036,30 @@ TEST_F(BackendOps, EveryMethodOfTheInterfaceHasACase) {
 // Runs every case of `op` on `backend`. bf16 cases run where `runs_bf16`, and
 // must be refused with Error by a backend that computes in fp32 only.
 void check_op(Backend& backend, const std::string& op, bool runs_bf16, bool refuses_bf16) {
-  int checked = 0;
+  int ran = 0, skipped = 0;
   for (const OpCase& c : op_cases()) {
     if (c.op != op) continue;
-    SCOPED_TRACE(c.op + " " + c.arguments);
-    if (c.bf16 && refuses_bf16) {
-      EXPECT_THROW(c.run(backend), Error) << "bf16 was not refused";
-      ++checked;
+    if (c.bf16 && !runs_bf16 && !refuses_bf16) {
+      ++skipped;
       continue;
     }
-    if (c.bf16 && !runs_bf16) continue;
+    SCOPED_TRACE(c.op + " " + c.arguments);
+    ++ran;
+    if (c.bf16 && refuses_bf16) {
+      try {
+        c.run(backend);
+        ADD_FAILURE() << "bf16 was not refused";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("bf16"), std::string::npos) << e.what();
+      }
+      continue;
+    }
     const Outcome outcome = c.run(backend);
     ASSERT_EQ(outcome.actual.shape(), outcome.expected.shape());
     EXPECT_LE(largest_error(outcome.actual, outcome.expected), c.tolerance);
-    ++checked;
   }
-  EXPECT_GT(checked, 0) << "no case of " << op << " ran";
+  if (ran == 0 && skipped > 0) GTEST_SKIP() << "only bf16 cases, which oneDNN cannot run on this CPU";
+  EXPECT_GT(ran, 0) << "no case of " << op << " ran";
 }
 
 std::string method_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }

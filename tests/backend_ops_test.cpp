@@ -276,11 +276,13 @@ struct LinearShape {
   bool bias;
 };
 
-// Linear layers: Tiny's first qkv (96 -> 288), the decoder's 256-wide
-// projections, without a bias, and cut at the device kernels' tiles: 256 rows by
-// 16N outputs on a CPU device (300 rows to N = 8, 4, 2, 1 sixteens of outputs
-// and less), 64 x 64 x 16 on GPUs.
-constexpr LinearShape kLinearShapes[] = {{37, 40, 24, true},   {64, 96, 288, true},  {7, 256, 256, true},
+// Linear layers: Tiny's qkv of its first two stages (96 -> 288, 192 -> 576) and
+// its last width (768), the decoder's 256-wide projections and those of its
+// image tokens down to 128, without a bias, and cut at the device kernels'
+// tiles: 256 rows by 16N outputs on a CPU device (300 rows to N = 8, 4, 2, 1
+// sixteens of outputs and less), 64 x 64 x 16 on GPUs.
+constexpr LinearShape kLinearShapes[] = {{37, 40, 24, true},   {64, 96, 288, true},  {16, 192, 576, true},
+                                         {8, 768, 768, true},  {7, 256, 256, true},  {256, 256, 128, true},
                                          {5, 96, 17, false},   {300, 40, 150, true}, {300, 40, 50, true},
                                          {300, 40, 20, true},  {300, 40, 9, true}};
 

@@ -19,13 +19,13 @@ using testing::random_tensor;
 // PackedLinear rows x in -> out, fp32 (arg 3 = 0) or bf16 (1).
 void BM_PackedLinear(benchmark::State& state) {
   const int64_t rows = state.range(0), in = state.range(1), out = state.range(2);
-  const Precision precision = state.range(3) ? Precision::bf16 : Precision::fp32;
+  const MatmulPrecision precision = state.range(3) ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
   const PackedLinear layer(random_tensor({out, in}, 1), random_tensor({out}, 2), precision);
   const Tensor x = random_tensor({rows, in}, 3);
   std::vector<uint16_t> x16(static_cast<size_t>(rows * in), 0x3f80);
   Tensor y({rows, out});
   for (auto _ : state) {
-    if (precision == Precision::bf16) {
+    if (precision == MatmulPrecision::bf16) {
       layer.forward(x16.data(), rows, y.data());
     } else {
       layer.forward(x.data(), rows, y.data());

@@ -50,7 +50,7 @@ tiny_checks='VulkanEncoderTiny.*:VulkanEncoderTinyFp16.*:VulkanMaskDecoderTiny.*
 $quick && tiny_checks='VulkanEncoderTiny.AtImageSize256MatchesTheCpu:VulkanEncoderTinyFp16.*'
 echo "== golden checks (Vulkan ops, micro, fp16, $tiny_checks; validation layers on)"
 start=$(date +%s)
-"$tests" --gtest_filter="VulkanContextTest.*:VulkanOpsTest.*:VulkanEncoderMicro.*:VulkanFp16Test.*:$tiny_checks" \
+"$tests" --gtest_filter="VulkanContextTest.*:VulkanOpsTest.*:VulkanBackendOps.*:VulkanEncoderMicro.*:VulkanFp16Test.*:$tiny_checks" \
   > "$out/goldens.log" 2>&1 || status=1
 grep -E '^\[  (PASSED|FAILED) |tests? ran|^\[  FAILED  \]' "$out/goldens.log"
 echo "golden checks: $(($(date +%s) - start)) s"

@@ -38,7 +38,8 @@ TEST(CpuBackend, QkvWindowedAttentionIsTheLinearThenTheAttentionBitForBit) {
     if (c.precision == Precision::bf16 && !bf16_matmul_supported()) continue;
     const Tensor x = random_tensor({c.height, c.width, in}, 43);
     const int64_t tokens = c.height * c.width;
-    const PackedLinear layer(weight, bias, c.precision);
+    const PackedLinear layer(weight, bias,
+                             c.precision == Precision::bf16 ? MatmulPrecision::bf16 : MatmulPrecision::fp32);
     Tensor qkv({c.height, c.width, 3 * channels});
     std::vector<uint16_t> x16(static_cast<size_t>(x.numel()));
     if (c.precision == Precision::bf16) {

@@ -210,22 +210,23 @@ TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
                   .b_transposed = true, .c = plain.data(), .ldc = out});
   for (int64_t i = 0; i < plain.numel(); ++i) plain[i] += b[i % out];
 
-  const PackedLinear fp32(w, b, Precision::fp32);
-  for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate, Epilogue::relu}) {
-    Tensor y = e == Epilogue::accumulate ? residual.clone() : Tensor({rows, out});
+  const PackedLinear fp32(w, b, MatmulPrecision::fp32);
+  for (MatmulEpilogue e :
+       {MatmulEpilogue::none, MatmulEpilogue::gelu, MatmulEpilogue::accumulate, MatmulEpilogue::relu}) {
+    Tensor y = e == MatmulEpilogue::accumulate ? residual.clone() : Tensor({rows, out});
     fp32.forward(x.data(), rows, y.data(), e);
     for (int64_t i = 0; i < y.numel(); ++i) {
       const double v = plain[i];
-      const double expected = e == Epilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
-                              : e == Epilogue::accumulate ? v + residual[i]
-                              : e == Epilogue::relu       ? std::max(v, 0.0)
-                                                          : v;
+      const double expected = e == MatmulEpilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                              : e == MatmulEpilogue::accumulate ? v + residual[i]
+                              : e == MatmulEpilogue::relu       ? std::max(v, 0.0)
+                                                                : v;
       EXPECT_NEAR(y[i], expected, 2e-5) << static_cast<int>(e) << " at " << i;
     }
   }
 
   // bf16: the reference on the bf16-rounded operands, float accumulation.
-  const PackedLinear bf16(w, b, Precision::bf16);
+  const PackedLinear bf16(w, b, MatmulPrecision::bf16);
   Tensor y({rows, out});
   if (bf16_matmul_supported()) {
     std::vector<uint16_t> x16(static_cast<size_t>(x.numel()));
@@ -243,7 +244,7 @@ TEST(FastKernels, PackedLinearMatchesReferenceWithEveryEpilogue) {
     }
   }
   EXPECT_THROW(bf16.forward(x.data(), rows, y.data()), Error);
-  EXPECT_THROW(PackedLinear(w, random_tensor({3}, 9), Precision::fp32), Error);
+  EXPECT_THROW(PackedLinear(w, random_tensor({3}, 9), MatmulPrecision::fp32), Error);
 }
 
 // Large GEMMs run as row chunks on the OpenMP threads (one primitive for the
@@ -265,19 +266,19 @@ TEST(FastKernels, PackedLinearSplitIntoRowChunksMatchesReference) {
   gemm_reference({.m = rows, .n = out, .k = in, .a = abs_x.data(), .lda = in, .b = abs_w.data(), .ldb = in,
                   .b_transposed = true, .c = magnitude.data(), .ldc = out});
   for (int64_t i = 0; i < plain.numel(); ++i) plain[i] += b[i % out];
-  const PackedLinear fp32(w, b, Precision::fp32);
+  const PackedLinear fp32(w, b, MatmulPrecision::fp32);
   const int saved_threads = omp_get_max_threads();
   for (int threads : {2, 1}) {
     omp_set_num_threads(threads);
-    for (Epilogue e : {Epilogue::none, Epilogue::gelu, Epilogue::accumulate}) {
-      Tensor y = e == Epilogue::accumulate ? residual.clone() : Tensor({rows, out});
+    for (MatmulEpilogue e : {MatmulEpilogue::none, MatmulEpilogue::gelu, MatmulEpilogue::accumulate}) {
+      Tensor y = e == MatmulEpilogue::accumulate ? residual.clone() : Tensor({rows, out});
       fp32.forward(x.data(), rows, y.data(), e);
       int64_t wrong = 0;
       for (int64_t i = 0; i < y.numel(); ++i) {
         const double v = plain[i];
-        const double expected = e == Epilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
-                                : e == Epilogue::accumulate ? v + residual[i]
-                                                            : v;
+        const double expected = e == MatmulEpilogue::gelu         ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                                : e == MatmulEpilogue::accumulate ? v + residual[i]
+                                                                  : v;
         if (!(std::fabs(y[i] - expected) <= 1e-6 * (magnitude[i] + 1.0) + 2e-6 * std::fabs(expected))) ++wrong;
       }
       EXPECT_EQ(wrong, 0) << threads << " threads, epilogue " << static_cast<int>(e);
@@ -294,52 +295,37 @@ TEST(FastKernels, MlpForwardGivesTheBitsOfItsTwoLayersInTurn) {
   const Tensor w1 = random_tensor({hidden, in}, 31), b1 = random_tensor({hidden}, 32);
   const Tensor w2 = random_tensor({out, hidden}, 33), b2 = random_tensor({out}, 34);
   const int saved_threads = omp_get_max_threads();
-  for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    if (precision == Precision::bf16 && !bf16_matmul_supported()) continue;
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    if (precision == MatmulPrecision::bf16 && !bf16_matmul_supported()) continue;
     const PackedLinear expand(w1, b1, precision), contract(w2, b2, precision);
     for (int threads : {2, 1}) {
       omp_set_num_threads(threads);
       for (int64_t rows : {int64_t{1000}, int64_t{37}}) {
         const Tensor x = random_tensor({rows, in}, 35), residual = random_tensor({rows, out}, 36);
         Tensor expected = residual.clone(), actual = residual.clone();
-        if (precision == Precision::fp32) {
+        if (precision == MatmulPrecision::fp32) {
           Tensor h({rows, hidden});
-          expand.forward(x.data(), rows, h.data(), Epilogue::gelu);
-          contract.forward(h.data(), rows, expected.data(), Epilogue::accumulate);
+          expand.forward(x.data(), rows, h.data(), MatmulEpilogue::gelu);
+          contract.forward(h.data(), rows, expected.data(), MatmulEpilogue::accumulate);
           mlp_forward(expand, contract, x.data(), rows, actual.data());
         } else {
           std::vector<uint16_t> x16(static_cast<size_t>(x.numel())), h16(static_cast<size_t>(rows * hidden));
           convert_to_bf16(x.data(), x16.data(), x.numel());
-          expand.forward(x16.data(), rows, h16.data(), Epilogue::gelu);
-          contract.forward(h16.data(), rows, expected.data(), Epilogue::accumulate);
+          expand.forward(x16.data(), rows, h16.data(), MatmulEpilogue::gelu);
+          contract.forward(h16.data(), rows, expected.data(), MatmulEpilogue::accumulate);
           mlp_forward(expand, contract, x16.data(), rows, actual.data());
         }
         for (int64_t i = 0; i < actual.numel(); ++i) {
-          ASSERT_EQ(actual[i], expected[i]) << precision_name(precision) << ", " << threads << " threads, " << rows
-                                            << " rows, at " << i;
+          ASSERT_EQ(actual[i], expected[i]) << (precision == MatmulPrecision::bf16 ? "bf16" : "fp32") << ", "
+                                            << threads << " threads, " << rows << " rows, at " << i;
         }
       }
     }
   }
   omp_set_num_threads(saved_threads);
-  const PackedLinear expand(w1, b1, Precision::fp32), mismatched(w1, b1, Precision::fp32);
+  const PackedLinear expand(w1, b1, MatmulPrecision::fp32), mismatched(w1, b1, MatmulPrecision::fp32);
   Tensor y({4, hidden});
   EXPECT_THROW(mlp_forward(expand, mismatched, random_tensor({4, in}, 37).data(), 4, y.data()), Error);
-}
-
-TEST(FastKernels, PrecisionNamesRoundTripAndOthersAreRefused) {
-  for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    EXPECT_EQ(parse_precision(precision_name(precision)), precision);
-  }
-  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
-  try {
-    parse_precision("fp16");
-    ADD_FAILURE() << "fp16 was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "unknown precision 'fp16': use fp32 or bf16");
-  }
-  EXPECT_THROW(parse_precision("BF16"), Error);
-  EXPECT_THROW(parse_precision(""), Error);
 }
 
 TEST(FastKernels, BufferPoolRecyclesReleasedBuffers) {

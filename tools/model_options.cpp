@@ -9,6 +9,7 @@
 #include "compute_thread_placement.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "kernels/matmul.h"
 #include "model/synthetic_weights.h"
 
 namespace sam2rt::cli {

@@ -8,8 +8,8 @@
 #include "api/sam2_model.h"
 #include "backends/backend.h"
 #include "backends/device_precision.h"
+#include "backends/op_types.h"
 #include "io/image.h"
-#include "kernels/matmul.h"
 
 namespace sam2rt::cli {
 

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/image.h"
+#include "kernels/matmul.h"
 #include "model/synthetic_weights.h"
 
 namespace py = pybind11;

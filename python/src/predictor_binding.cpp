@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "compute_threads.h"
 #include "core/error.h"
+#include "kernels/matmul.h"
 #include "loaded_model.h"
 #include "numpy_tensor.h"
 #include "preprocessing.h"

@@ -6,34 +6,11 @@
 #include <string>
 
 #include "backends/device_tensor.h"
+#include "backends/op_types.h"
 #include "backends/row_source.h"
 #include "core/tensor.h"
-#include "kernels/matmul.h"
 
 namespace sam2rt {
-
-// A Linear layer made resident by a backend (weights packed or uploaded once).
-struct LinearHandle {
-  std::shared_ptr<const void> impl;  // the backend's own
-  int64_t in_features = 0, out_features = 0;
-  Precision precision = Precision::fp32;
-};
-
-// Operands of attention(): as kernels/attention.h's AttentionArgs, with q, k, v
-// and out as element offsets (and row strides, in elements) into tensors.
-struct AttentionOperands {
-  int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
-  DeviceTensor q, k, v, out;
-  int64_t q_offset = 0, k_offset = 0, v_offset = 0;
-  int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
-  float scale = 1.0f;
-  bool bf16_products = false;
-  // `batches` independent attentions of these shapes (the mask decoder's prompts
-  // of one batch): batch i reads q, k and v and writes out i * *_batch_stride
-  // elements further on. A stride of 0 is an operand every batch shares.
-  int64_t batches = 1;
-  int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, o_batch_stride = 0;
-};
 
 // What one recorded program holds (bench reports it).
 struct ProgramStats {
@@ -70,6 +47,10 @@ class Program {
 // a new input written into the same tensor. Shape errors throw Error.
 // A backend is used from one thread at a time: the models on one backend (the
 // encoder, the decoder) hold run_mutex() while they record or run on it.
+// Every virtual method has cases in tests/backend_ops_test.cpp, run on each
+// backend against plain references; that test reads the declarations below and
+// fails for a method without a case, so a new op comes with its cases. The
+// operand types are in backends/op_types.h.
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/interpolate.h"
 #include "kernels/layout.h"
+#include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/window.h"
 #include "kernels/window_attention.h"
@@ -66,6 +67,25 @@ float* f32_data(const DeviceTensor& x) {
   return storage_of(x).f32.data();
 }
 
+// The interface's operand types as PackedLinear's.
+MatmulPrecision matmul_precision(Precision precision) {
+  return precision == Precision::bf16 ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
+}
+
+MatmulEpilogue matmul_epilogue(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none:
+      return MatmulEpilogue::none;
+    case Epilogue::gelu:
+      return MatmulEpilogue::gelu;
+    case Epilogue::accumulate:
+      return MatmulEpilogue::accumulate;
+    case Epilogue::relu:
+      return MatmulEpilogue::relu;
+  }
+  throw Error("cpu backend: unknown Linear epilogue");
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend() = default;
@@ -80,7 +100,7 @@ DeviceTensor CpuBackend::constant_rows(std::shared_ptr<const RowSource> rows) {
 }
 
 LinearHandle CpuBackend::linear(const Tensor& weight, const Tensor& bias, Precision precision) {
-  auto packed = std::make_shared<const PackedLinear>(weight, bias, precision);
+  auto packed = std::make_shared<const PackedLinear>(weight, bias, matmul_precision(precision));
   return {packed, packed->in_features(), packed->out_features(), precision};
 }
 
@@ -159,12 +179,13 @@ void CpuBackend::linear_forward(const LinearHandle& layer, const DeviceTensor& x
   if (x.numel() < rows * layer.in_features || y.numel() < rows * layer.out_features) {
     throw Error("cpu backend: linear operands hold fewer than " + std::to_string(rows) + " rows");
   }
+  const MatmulEpilogue kernel_epilogue = matmul_epilogue(epilogue);
   if (x.type() == ElementType::f32) {
-    packed.forward(f32_data(x), rows, f32_data(y), epilogue);
+    packed.forward(f32_data(x), rows, f32_data(y), kernel_epilogue);
   } else if (y.type() == ElementType::f32) {
-    packed.forward(bf16(x), rows, f32_data(y), epilogue);
+    packed.forward(bf16(x), rows, f32_data(y), kernel_epilogue);
   } else {
-    packed.forward(bf16(x), rows, bf16(y), epilogue);
+    packed.forward(bf16(x), rows, bf16(y), kernel_epilogue);
   }
 }
 
@@ -213,9 +234,9 @@ void CpuBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTen
   for (int64_t row = 0; row < height; row += band) {
     const void* band_x = x_bytes + static_cast<size_t>(row * width) * x_row_bytes;
     if (x.type() == ElementType::f32) {
-      packed.forward(static_cast<const float*>(band_x), band * width, qkv_band.data(), Epilogue::none);
+      packed.forward(static_cast<const float*>(band_x), band * width, qkv_band.data(), MatmulEpilogue::none);
     } else {
-      packed.forward(static_cast<const uint16_t*>(band_x), band * width, qkv_band.data(), Epilogue::none);
+      packed.forward(static_cast<const uint16_t*>(band_x), band * width, qkv_band.data(), MatmulEpilogue::none);
     }
     Tensor out_rows = band == height ? result
                                      : Tensor::view({out_band, out_width, channels},

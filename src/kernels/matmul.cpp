@@ -55,7 +55,9 @@ void* thread_buffer(ThreadBuffer which, size_t bytes) {
   return buffers[slot].get();
 }
 
-memory::data_type gemm_type(Precision p) { return p == Precision::bf16 ? memory::data_type::bf16 : memory::data_type::f32; }
+memory::data_type gemm_type(MatmulPrecision p) {
+  return p == MatmulPrecision::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
 
 size_t element_bytes(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
 
@@ -112,16 +114,9 @@ class OneThreadForPrimitives {
   int saved_;
 };
 
+const char* precision_name(MatmulPrecision precision) { return precision == MatmulPrecision::bf16 ? "bf16" : "fp32"; }
+
 }  // namespace
-
-const char* precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "fp32"; }
-
-Precision parse_precision(std::string_view name) {
-  for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    if (name == precision_name(precision)) return precision;
-  }
-  throw Error("unknown precision '" + std::string(name) + "': use fp32 or bf16");
-}
 
 bool bf16_matmul_supported() {
   static const bool supported = [] {
@@ -150,10 +145,10 @@ struct PackedLinear::Kernels {
   memory bias_memory;
   std::mutex mutex;
   // Key: rows, bfloat16 output, epilogue, made for one thread (a row chunk).
-  std::map<std::tuple<int64_t, bool, Epilogue, bool>, Entry> entries;
+  std::map<std::tuple<int64_t, bool, MatmulEpilogue, bool>, Entry> entries;
 };
 
-PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, Precision precision)
+PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, MatmulPrecision precision)
     : precision_(precision), kernels_(std::make_shared<Kernels>()) {
   if (weight.rank() != 2) throw Error("linear: weight must be [out, in], got " + shape_to_string(weight.shape()));
   out_ = weight.dim(0);
@@ -174,7 +169,7 @@ PackedLinear::PackedLinear(const Tensor& weight, const Tensor& bias, Precision p
   }
 }
 
-const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epilogue epilogue,
+const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, MatmulEpilogue epilogue,
                                                bool one_thread) const {
   Kernels& k = *kernels_;
   const auto key = std::make_tuple(rows, bf16_out, epilogue, one_thread);
@@ -193,15 +188,15 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   // the plain weights also with the machine to ourselves). bfloat16 needs a
   // converted copy anyway, so that one goes straight into the layout the
   // primitive likes.
-  const memory::desc weights = precision_ == Precision::fp32 && !one_thread
+  const memory::desc weights = precision_ == MatmulPrecision::fp32 && !one_thread
                                    ? k.plain_weights.get_desc()
                                    : memory::desc({in_, out_}, type, memory::format_tag::any);
   const memory::desc dst({rows, out_}, bf16_out ? memory::data_type::bf16 : memory::data_type::f32,
                          memory::format_tag::ab);
   dnnl::post_ops post_ops;
-  if (epilogue == Epilogue::gelu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
-  if (epilogue == Epilogue::accumulate) post_ops.append_sum(1.0f);
-  if (epilogue == Epilogue::relu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (epilogue == MatmulEpilogue::gelu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  if (epilogue == MatmulEpilogue::accumulate) post_ops.append_sum(1.0f);
+  if (epilogue == MatmulEpilogue::relu) post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   dnnl::primitive_attr attr;
   attr.set_post_ops(post_ops);
   // oneDNN's own scratchpad belongs to the thread that made the primitive; the
@@ -215,7 +210,7 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
     pd = dnnl::matmul::primitive_desc(desc, attr, engine);
   } catch (const dnnl::error& e) {
     throw Error(std::string("oneDNN cannot run a ") + precision_name(precision_) + " matmul on this CPU (" + e.what() +
-                ")" + (precision_ == Precision::bf16 ? "; bf16 needs AVX-512: use --precision fp32" : ""));
+                ")" + (precision_ == MatmulPrecision::bf16 ? "; bf16 needs AVX-512: use --precision fp32" : ""));
   }
 
   Entry entry{dnnl::matmul(pd), memory(), pd.scratchpad_desc()};
@@ -236,7 +231,7 @@ const PackedLinear::Entry& PackedLinear::entry(int64_t rows, bool bf16_out, Epil
   return k.entries.emplace(key, std::move(entry)).first->second;
 }
 
-void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const {
+void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, MatmulEpilogue epilogue) const {
   if (!kernels_) throw Error("linear: layer used before it was built");
   if (rows == 0) return;
   const int64_t chunk = omp_in_parallel() ? 0 : chunk_rows(rows, omp_get_max_threads());
@@ -260,7 +255,7 @@ void PackedLinear::run(const void* x, int64_t rows, void* y, bool bf16_out, Epil
 }
 
 std::pair<const PackedLinear::Entry*, const PackedLinear::Entry*> PackedLinear::chunk_entries(
-    int64_t rows, int64_t chunk, bool bf16_out, Epilogue epilogue) const {
+    int64_t rows, int64_t chunk, bool bf16_out, MatmulEpilogue epilogue) const {
   const int64_t tail = rows - (rows - 1) / chunk * chunk;
   std::lock_guard lock(kernels_->mutex);
   return {&entry(chunk, bf16_out, epilogue, true), &entry(tail, bf16_out, epilogue, true)};
@@ -282,18 +277,18 @@ void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y
   thread_stream().wait();
 }
 
-void PackedLinear::forward(const float* x, int64_t rows, float* y, Epilogue epilogue) const {
-  if (precision_ != Precision::fp32) throw Error("linear: a bf16 layer needs bfloat16 input");
+void PackedLinear::forward(const float* x, int64_t rows, float* y, MatmulEpilogue epilogue) const {
+  if (precision_ != MatmulPrecision::fp32) throw Error("linear: a bf16 layer needs bfloat16 input");
   run(x, rows, y, false, epilogue);
 }
 
-void PackedLinear::forward(const uint16_t* x, int64_t rows, float* y, Epilogue epilogue) const {
-  if (precision_ != Precision::bf16) throw Error("linear: an fp32 layer needs float input");
+void PackedLinear::forward(const uint16_t* x, int64_t rows, float* y, MatmulEpilogue epilogue) const {
+  if (precision_ != MatmulPrecision::bf16) throw Error("linear: an fp32 layer needs float input");
   run(x, rows, y, false, epilogue);
 }
 
-void PackedLinear::forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue) const {
-  if (precision_ != Precision::bf16) throw Error("linear: an fp32 layer needs float input");
+void PackedLinear::forward(const uint16_t* x, int64_t rows, uint16_t* y, MatmulEpilogue epilogue) const {
+  if (precision_ != MatmulPrecision::bf16) throw Error("linear: an fp32 layer needs float input");
   run(x, rows, y, true, epilogue);
 }
 
@@ -305,18 +300,18 @@ void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const
                 " " + precision_name(expand.precision_));
   }
   if (rows == 0) return;
-  const bool bf16_hidden = expand.precision_ == Precision::bf16;
+  const bool bf16_hidden = expand.precision_ == MatmulPrecision::bf16;
   const size_t hidden_row_bytes = static_cast<size_t>(expand.out_) * (bf16_hidden ? 2 : 4);
   const int64_t chunk = omp_in_parallel() ? 0 : chunk_rows(rows, omp_get_max_threads());
   if (chunk == 0) {
     void* hidden = thread_buffer(ThreadBuffer::mlp_hidden, static_cast<size_t>(rows) * hidden_row_bytes);
-    expand.run(x, rows, hidden, bf16_hidden, Epilogue::gelu);
-    contract.run(hidden, rows, y, false, Epilogue::accumulate);
+    expand.run(x, rows, hidden, bf16_hidden, MatmulEpilogue::gelu);
+    contract.run(hidden, rows, y, false, MatmulEpilogue::accumulate);
     return;
   }
   // The chunks are those each layer's forward would make alone, so are the bits.
-  const auto [expand_full, expand_last] = expand.chunk_entries(rows, chunk, bf16_hidden, Epilogue::gelu);
-  const auto [contract_full, contract_last] = contract.chunk_entries(rows, chunk, false, Epilogue::accumulate);
+  const auto [expand_full, expand_last] = expand.chunk_entries(rows, chunk, bf16_hidden, MatmulEpilogue::gelu);
+  const auto [contract_full, contract_last] = contract.chunk_entries(rows, chunk, false, MatmulEpilogue::accumulate);
   const size_t x_row_bytes = static_cast<size_t>(expand.in_) * element_bytes(gemm_type(expand.precision_));
   const size_t y_row_bytes = static_cast<size_t>(contract.out_) * sizeof(float);
   for_each_row_chunk(rows, chunk, [&](int64_t first_row, int64_t n) {

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <utility>
 
 #include "core/tensor.h"
@@ -11,18 +10,14 @@ namespace sam2rt {
 
 // Arithmetic of the encoder's GEMMs. bf16: weights and activations rounded to
 // bfloat16, products accumulated in float32 (AVX512_BF16 where present).
-enum class Precision { fp32, bf16 };
-
-const char* precision_name(Precision precision);
-// The inverse of precision_name; Error for any other name.
-Precision parse_precision(std::string_view name);
+enum class MatmulPrecision { fp32, bf16 };
 
 // Whether oneDNN can run bfloat16 matmuls on this CPU (it needs AVX-512; also
 // false under ONEDNN_MAX_CPU_ISA below it). Probed once.
 bool bf16_matmul_supported();
 
 // What the GEMM does to its result before storing it.
-enum class Epilogue {
+enum class MatmulEpilogue {
   none,        // y = x W^T + b
   gelu,        // y = GELU(x W^T + b), exact erf form
   accumulate,  // y = y + (x W^T + b): a residual add into the destination
@@ -41,15 +36,15 @@ class PackedLinear {
  public:
   PackedLinear() = default;
   // weight [out, in] (PyTorch layout), bias [out] (may be empty).
-  PackedLinear(const Tensor& weight, const Tensor& bias, Precision precision);
+  PackedLinear(const Tensor& weight, const Tensor& bias, MatmulPrecision precision);
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
-  Precision precision() const { return precision_; }
+  MatmulPrecision precision() const { return precision_; }
 
-  void forward(const float* x, int64_t rows, float* y, Epilogue epilogue = Epilogue::none) const;
-  void forward(const uint16_t* x, int64_t rows, float* y, Epilogue epilogue = Epilogue::none) const;
-  void forward(const uint16_t* x, int64_t rows, uint16_t* y, Epilogue epilogue = Epilogue::none) const;
+  void forward(const float* x, int64_t rows, float* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
+  void forward(const uint16_t* x, int64_t rows, float* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
+  void forward(const uint16_t* x, int64_t rows, uint16_t* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
 
   friend void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const void* x, int64_t rows,
                           float* y);
@@ -58,17 +53,17 @@ class PackedLinear {
   struct Kernels;
   struct Entry;
   // kernels_->mutex held. one_thread: a primitive for one row chunk, run by one thread.
-  const Entry& entry(int64_t rows, bool bf16_out, Epilogue epilogue, bool one_thread) const;
+  const Entry& entry(int64_t rows, bool bf16_out, MatmulEpilogue epilogue, bool one_thread) const;
   // The one-thread primitives for `rows` rows cut into chunks of `chunk`: the full
   // chunks' and the last chunk's (the same one when `chunk` divides `rows`).
   // Takes kernels_->mutex.
   std::pair<const Entry*, const Entry*> chunk_entries(int64_t rows, int64_t chunk, bool bf16_out,
-                                                      Epilogue epilogue) const;
-  void run(const void* x, int64_t rows, void* y, bool bf16_out, Epilogue epilogue) const;
+                                                      MatmulEpilogue epilogue) const;
+  void run(const void* x, int64_t rows, void* y, bool bf16_out, MatmulEpilogue epilogue) const;
   void run_rows(const Entry& e, const void* x, int64_t rows, void* y, bool bf16_out) const;
 
   int64_t in_ = 0, out_ = 0;
-  Precision precision_ = Precision::fp32;
+  MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::shared_ptr<Kernels> kernels_;
 };
 

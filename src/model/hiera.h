@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/op_types.h"
 #include "backends/row_source.h"
 #include "core/tensor.h"
 #include "core/weights.h"
 #include "kernels/interpolate.h"
-#include "kernels/matmul.h"
 #include "model/config.h"
 
 namespace sam2rt {

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/op_types.h"
 #include "core/tensor.h"
 #include "core/weights.h"
-#include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/features.h"
 #include "model/fpn_neck.h"

@@ -4,11 +4,11 @@
 #include <string>
 
 #include "backends/device_precision.h"
+#include "backends/op_types.h"
 #include "backends/vulkan/command_recorder.h"
 #include "backends/vulkan/compute_pipeline.h"
 #include "backends/vulkan/device_buffer.h"
 #include "core/tensor.h"
-#include "kernels/matmul.h"
 
 namespace sam2rt {
 

@@ -192,8 +192,8 @@ class SegmentServer {
 
     // Label Studio's backend URL may be the server's root (its routes do not clash
     // with ours; GET / stays the page) or /label-studio/.
-    add_label_studio_routes(server, "", /*serve_root_page=*/false, labelling_, options_.label_studio);
-    add_label_studio_routes(server, kLabelStudioPrefix, /*serve_root_page=*/true, labelling_, options_.label_studio);
+    add_label_studio_routes(server, "", /*answer_root=*/false, labelling_, options_.label_studio);
+    add_label_studio_routes(server, kLabelStudioPrefix, /*answer_root=*/true, labelling_, options_.label_studio);
     add_anylabeling_routes(server, kAnyLabelingPrefix, labelling_, options_.anylabeling_token);
     add_cvat_routes(server, kCvatPrefix, labelling_);
 
@@ -290,7 +290,9 @@ class SegmentServer {
                 {"device", model_->encoder().backend().description()},
                 {"images", images_.size()},
                 {"cache_bytes", images_.bytes()},
-                {"cache_budget_bytes", images_.budget()}});
+                {"cache_budget_bytes", images_.budget()},
+                {"labelling_images", labelling_images_.size()},
+                {"labelling_encodes", labelling_images_.encodes()}});
   }
 
   // The image of an upload: the body's bytes, or the one file of a multipart/form-data
@@ -415,9 +417,11 @@ void serve(const ServeOptions& options) {
   server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   // httplib's default adds SO_REUSEPORT, which would let a second server share a
   // port that is in use instead of failing.
-  server.set_socket_options([](socket_t socket) {
+  socket_t listening_socket = INVALID_SOCKET;
+  server.set_socket_options([&listening_socket](socket_t socket) {
     int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening_socket = socket;
   });
   // Answers go out at once: with Nagle's algorithm a mask's body waits for the
   // client's delayed ACK of the headers (40 ms and more on Linux).
@@ -430,6 +434,11 @@ void serve(const ServeOptions& options) {
   } else if (!server.bind_to_port(options.host, port)) {
     port = -1;
   }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into
+  // Debian's library): a burst of clients (a team clicking in a labelling tool)
+  // overflowed it and saw connections reset. On Linux, listen() again on the
+  // listening socket raises the backlog.
+  if (port >= 0 && listening_socket != INVALID_SOCKET) ::listen(listening_socket, SOMAXCONN);
   if (port < 0) {
     throw Error("cannot listen on " + options.host + ":" + std::to_string(options.port) +
                 ": the address is in use or not available here; pick another --port (0 = any free port) or --host");

@@ -260,7 +260,7 @@ class LabelStudioApi {
 
 json label_studio_error(int status, const std::string& message) { return {{"status", status}, {"detail", message}}; }
 
-void add_label_studio_routes(httplib::Server& server, const std::string& prefix, bool serve_root_page,
+void add_label_studio_routes(httplib::Server& server, const std::string& prefix, bool answer_root,
                              LabellingContext& context, const LabelStudioOptions& options) {
   auto api = std::make_shared<LabelStudioApi>(context, options);
   // Every route asks for the credentials first, when there are any.
@@ -278,7 +278,7 @@ void add_label_studio_routes(httplib::Server& server, const std::string& prefix,
   };
   auto health = [api](const httplib::Request&) { return api->health(); };
   server.Get(prefix + "/health", route(health, 200));
-  if (!serve_root_page) server.Get(prefix + "/?", route(health, 200));
+  if (answer_root) server.Get(prefix + "/?", route(health, 200));
   server.Post(prefix + "/setup", route([api](const httplib::Request& req) { return api->setup(req); }, 200));
   server.Post(prefix + "/predict", route([api](const httplib::Request& req) { return api->predict(req); }, 200));
   server.Post(prefix + "/webhook", route([](const httplib::Request&) { return json::object(); }, 201));

@@ -23,8 +23,9 @@ struct LabelStudioOptions {
 // GET / ({"status": "UP", ...}), POST /setup, POST /predict (the smart keypoints and
 // rectangles of params.context.result, in percent, answered with a brushlabels
 // result whose rle is Label Studio's brush RLE, or polygonlabels), POST /webhook
-// (201), GET /metrics. `serve_root_page` is false where GET / is the page of serve.
-void add_label_studio_routes(httplib::Server& server, const std::string& prefix, bool serve_root_page,
+// (201), GET /metrics. `answer_root`: whether GET {prefix}/ answers as /health does
+// (not at the server's root, where GET / is the page of serve).
+void add_label_studio_routes(httplib::Server& server, const std::string& prefix, bool answer_root,
                              LabellingContext& context, const LabelStudioOptions& options);
 
 // {"status": code, "detail": "..."}, the shape label_studio_ml's exception handler answers.

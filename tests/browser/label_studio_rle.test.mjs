@@ -7,12 +7,11 @@
 // POST /predict, decodes the answer with rle-pack and compares its alpha channel
 // with the best mask the server's own API gives for the same clicks (COCO
 // uncompressed RLE). Exits nonzero on any failure.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { decodeBinary } from "@thi.ng/rle-pack";
+import { startServer } from "./serve_process.mjs";
 
 const [binary, fixtures] = process.argv.slice(2);
 if (!binary || !fixtures) {
@@ -25,19 +24,6 @@ const WIDTH = 288, HEIGHT = 112;
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
   console.log(`ok - ${message}`);
-}
-
-function startServer() {
-  const server = spawn(binary, ["serve", "--port", "0", "--synthetic-weights", "0",
-                                "--config", path.join(fixtures, "micro", "sam2.1_micro.yaml"),
-                                "--data-root", path.join(fixtures, "images")],
-                       { stdio: ["ignore", "pipe", "inherit"] });
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no URL from sam2rt serve within 60 s")), 60_000);
-    server.on("exit", (code) => reject(new Error(`sam2rt serve exited with ${code} before printing its URL`)));
-    createInterface({ input: server.stdout }).once("line", (line) => { clearTimeout(timer); resolve(line.trim()); });
-  });
-  return { server, url };
 }
 
 async function postJson(url, body, headers = {}) {
@@ -59,7 +45,7 @@ function cocoRleToMask({ size: [height, width], counts }) {
   return mask;
 }
 
-const { server, url } = startServer();
+const { server, url } = startServer(binary, fixtures, ["--data-root", path.join(fixtures, "images")]);
 try {
   const base = (await url).replace(/\/$/, "");
   const request = readFileSync(path.join(here, "..", "labelling", "label_studio_predict_keypoints.json"), "utf8");

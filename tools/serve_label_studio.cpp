@@ -6,6 +6,7 @@
 
 #include "api/json_body.h"
 #include "api/mask_polygons.h"
+#include "io/base64.h"
 #include "io/brush_rle.h"
 #include "json_fields.h"
 #include "serve_handler.h"
@@ -107,6 +108,7 @@ std::string task_image(const std::string& reference, const LabellingContext& con
   } else if (relative.starts_with("/data/")) {
     relative = percent_decoded(relative.substr(6));
   }
+  if (relative.find('\0') != std::string::npos) throw HttpError(400, "the task's image path holds a NUL byte");
   return read_file_under(data_root, relative, context.max_image_bytes);
 }
 

@@ -66,10 +66,6 @@ class ImagesByContent {
   int64_t encodes_ = 0;
 };
 
-// The bytes of a base64 string (standard alphabet, padding optional, whitespace
-// ignored); Error naming `origin` on any other character.
-std::string base64_decode(std::string_view text, const std::string& origin);
-
 // The bytes a protocol sends as an image: a data URL ("data:image/png;base64,...")
 // or bare base64, as X-AnyLabeling's server accepts both.
 std::string image_bytes_from_base64_or_data_url(std::string_view text, const std::string& origin);

@@ -322,6 +322,58 @@ TEST_F(LabellingProtocols, LabelStudioPolygonsInPercentCoverSegmentsMask) {
   EXPECT_GE(iou(rasterize(outlines), segment_mask(kPointsPrompt)), 0.99);
 }
 
+TEST(LabellingHttpImages, LabelStudioFetchesHttpImagesWithTheFlagWithinTheSizeLimit) {
+  httplib::Server images;
+  const std::string png = read_bytes(chelsea());
+  images.Get("/chelsea.png", [&png](const httplib::Request&, httplib::Response& res) {
+    res.set_content(png, "image/png");
+  });
+  images.Get("/big.png", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(2 * 1024 * 1024, 'x'), "image/png");
+  });
+  images.Get("/big-chunked.png", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("image/png", [](size_t offset, httplib::DataSink& sink) {
+      if (offset >= 3u * 1024 * 1024) {
+        sink.done();
+        return true;
+      }
+      const std::string block(64 * 1024, 'x');
+      return sink.write(block.data(), block.size());
+    });
+  });
+  const int port = images.bind_to_any_port("127.0.0.1");
+  std::thread listening([&images] { images.listen_after_bind(); });
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+
+  ServerProcess server({"--label-studio-allow-http", "--max-upload-mb", "1"});
+  auto client = server.client();
+  json body = json::parse(request("label_studio_predict_keypoints.json"));
+  auto predict = [&](const std::string& url, int status) {
+    body["tasks"][0]["data"]["image"] = url;
+    const auto res = client.Post("/predict", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return json();
+    EXPECT_EQ(res->status, status) << url << ": " << res->body.substr(0, 200);
+    return json::parse(res->body);
+  };
+  const json answer = predict(base + "/chelsea.png?token=not-for-logs", 200);
+  const std::vector<uint8_t> rle = answer["results"][0]["result"][0]["value"]["rle"].get<std::vector<uint8_t>>();
+  const std::vector<uint8_t> decoded = testing::decode_brush_rle_mask(rle);
+  const std::vector<uint8_t> expected = segment_mask(kPointsPrompt);
+  ASSERT_EQ(decoded.size(), expected.size());
+  for (size_t i = 0; i < decoded.size(); ++i) ASSERT_EQ(decoded[i], expected[i] ? 255 : 0) << i;
+
+  EXPECT_EQ(predict(base + "/big.png", 413)["status"], 413);
+  EXPECT_EQ(predict(base + "/big-chunked.png", 413)["status"], 413);
+  const json missing = predict(base + "/missing.png?token=not-for-logs", 400);
+  EXPECT_NE(missing["detail"].get<std::string>().find("HTTP 404"), std::string::npos) << missing;
+  EXPECT_EQ(missing.dump().find("not-for-logs"), std::string::npos) << missing;
+  EXPECT_EQ(predict("ftp://127.0.0.1/chelsea.png", 400)["status"], 400);
+  EXPECT_TRUE(server.alive());
+  images.stop();
+  listening.join();
+}
+
 // ---- X-AnyLabeling ---------------------------------------------------------------
 
 void expect_anylabeling_shape_fields(const json& shape, const std::string& type) {

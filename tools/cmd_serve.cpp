@@ -526,6 +526,9 @@ void register_serve(CLI::App& app) {
       ->type_name("USER:PASSWORD");
   sub->add_flag("--label-studio-polygons", options->label_studio.polygons,
                 "Label Studio: answer polygonlabels (outlines in percent) instead of brushlabels");
+  sub->add_flag("--label-studio-allow-http", options->label_studio.allow_http,
+                "Label Studio: fetch tasks' http:// and https:// image URLs (each at most --max-upload-mb, 30 s); "
+                "off: local files under --data-root and data: URLs only");
   sub->add_option("--anylabeling-token", options->anylabeling_token,
                   "X-AnyLabeling: require this API key in the Token header (all but /anylabeling/health)");
   sub->callback([options] { serve(*options); });

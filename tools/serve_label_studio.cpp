@@ -8,6 +8,7 @@
 #include "api/mask_polygons.h"
 #include "io/base64.h"
 #include "io/brush_rle.h"
+#include "http_fetch.h"
 #include "json_fields.h"
 #include "serve_handler.h"
 
@@ -82,10 +83,14 @@ std::string read_file_under(const fs::path& root, const std::string& relative, i
   return bytes;
 }
 
-// The bytes of a task's image: a data: URL, or a file under --data-root named as
+constexpr long kImageFetchTimeoutSeconds = 30;
+
+// The bytes of a task's image: a data: URL, a file under --data-root named as
 // Label Studio names uploads (/data/upload/...), local files
-// (/data/local-files/?d=...) or a plain path. Other URLs are refused.
-std::string task_image(const std::string& reference, const LabellingContext& context, const std::string& data_root) {
+// (/data/local-files/?d=...) or a plain path, or with --label-studio-allow-http an
+// http(s) URL. Other URLs are refused.
+std::string task_image(const std::string& reference, const LabellingContext& context,
+                       const LabelStudioOptions& options) {
   if (reference.starts_with("data:")) {
     std::string bytes = image_bytes_from_base64_or_data_url(reference, "the task's image");
     if (static_cast<int64_t>(bytes.size()) > context.max_image_bytes) {
@@ -93,10 +98,17 @@ std::string task_image(const std::string& reference, const LabellingContext& con
     }
     return bytes;
   }
-  if (reference.find("://") != std::string::npos) {
-    throw HttpError(400, "the task's image is a URL (" + reference.substr(0, reference.find("://")).substr(0, 16) +
-                             "://...): serve reads local files under --data-root and data: URLs only");
+  const size_t scheme_end = reference.find("://");
+  if (scheme_end != std::string::npos) {
+    const std::string scheme = reference.substr(0, scheme_end).substr(0, 16);
+    if (options.allow_http && (scheme == "http" || scheme == "https")) {
+      return http_get_limited(reference, context.max_image_bytes, kImageFetchTimeoutSeconds);
+    }
+    throw HttpError(400, "the task's image is a URL (" + scheme +
+                             "://...): serve reads local files under --data-root and data: URLs, and http(s) URLs "
+                             "only with --label-studio-allow-http");
   }
+  const std::string& data_root = options.data_root;
   if (data_root.empty()) {
     throw HttpError(400, "the task's image is a local file: start serve with --data-root (Label Studio's media or "
                          "local-files folder)");
@@ -214,7 +226,7 @@ class LabelStudioApi {
     if (image_value.starts_with("$")) key = image_value.substr(1);
     const std::string reference = required_string(data, key, "tasks[0].data");
 
-    const auto predictor = context_.images.encoded(task_image(reference, context_, options_.data_root),
+    const auto predictor = context_.images.encoded(task_image(reference, context_, options_),
                                                    "the task's image");
     const int width = predictor->orig_width(), height = predictor->orig_height();
     const ContextPrompt clicked = prompt_from_context(*results, width, height);

@@ -16,6 +16,7 @@ struct LabelStudioOptions {
   std::string data_root;
   std::string basic_auth;  // "user:password" required in an Authorization: Basic header; empty: none
   bool polygons = false;   // answer polygonlabels (percent) instead of brushlabels
+  bool allow_http = false; // fetch http:// and https:// image URLs (within --max-upload-mb)
 };
 
 // Label Studio's ML backend (label-studio-ml-backend's label_studio_ml/api.py, the

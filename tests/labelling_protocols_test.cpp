@@ -29,6 +29,7 @@
 #include "api/segment_request.h"
 #include "brush_rle_decoder.h"
 #include "cli_runner.h"
+#include "io/base64.h"
 #include "io/image.h"
 #include "io/mask_rle.h"
 #include "server_process.h"
@@ -56,23 +57,6 @@ std::string chelsea() { return images_dir() + "/chelsea_288x112.png"; }
 std::string base64_of_file(const std::string& path) {
   const std::string bytes = read_bytes(path);
   return base64_encode(std::vector<uint8_t>(bytes.begin(), bytes.end()));
-}
-
-std::vector<uint8_t> decode_base64(const std::string& text) {
-  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::vector<uint8_t> out;
-  uint32_t bits = 0;
-  int pending = 0;
-  for (const char c : text) {
-    if (c == '=') break;
-    bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
-    pending += 6;
-    if (pending >= 8) {
-      pending -= 8;
-      out.push_back(static_cast<uint8_t>((bits >> pending) & 0xFF));
-    }
-  }
-  return out;
 }
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
@@ -488,7 +472,7 @@ TEST_F(LabellingProtocols, CvatFeaturesAreThePredictorsDecoderFeatures) {
   for (const auto& [name, tensor] : parts) {
     EXPECT_EQ(answer["shapes"][name], json(tensor->shape())) << name;
     // The float32 values, little-endian, as base64.
-    const std::vector<uint8_t> bytes = decode_base64(answer[name]);
+    const std::string bytes = base64_decode(answer[name].get<std::string>(), name);
     ASSERT_EQ(bytes.size(), static_cast<size_t>(tensor->numel()) * sizeof(float)) << name;
     EXPECT_EQ(std::memcmp(bytes.data(), tensor->data(), bytes.size()), 0) << name;
   }

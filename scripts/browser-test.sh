@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Lints the page of `sam2rt serve` (web/, ESLint), then tests it end to end in
-# real headless Chromium, driven by playwright-core (tests/browser). Usage:
+# Lints the page of `sam2rt serve` (web/, ESLint), decodes the Label Studio
+# answer's brush RLE with Label Studio's own decoder (@thi.ng/rle-pack, in Node.js),
+# then tests the page end to end in real headless Chromium, driven by
+# playwright-core (tests/browser). Usage:
 #   scripts/browser-test.sh [path/to/sam2rt]     (default: build/sam2rt)
 # Installs Chromium (Debian's /usr/bin/chromium) and Node.js if missing, and the
-# locked npm packages of tests/browser (playwright-core, eslint); playwright never
+# locked npm packages of tests/browser (playwright-core, @thi.ng/rle-pack, eslint); playwright never
 # downloads a browser.
 # Leaves build/browser-test/screenshot.png.
 set -euo pipefail
@@ -39,6 +41,8 @@ fi
 
 tests/browser/node_modules/.bin/eslint --config tests/browser/eslint.config.mjs web tests/browser
 echo "browser-test: eslint found nothing in web/ and tests/browser/"
+
+node tests/browser/label_studio_rle.test.mjs "$binary" "$fixtures"
 
 mkdir -p build/browser-test
 node tests/browser/serve_page.test.mjs "$binary" "$fixtures" build/browser-test

@@ -14,6 +14,7 @@ packages=(
   libcli11-dev           # command line
   libopencv-imgproc-dev  # contour tracing for mask polygons
   libcpp-httplib-dev     # `sam2rt serve`
+  libssl-dev             # `sam2rt serve`: SHA-256 of the labelling tools' images
   libgtest-dev libbenchmark-dev   # tests and micro-benchmarks
   python3 python3-numpy  # the fixtures' own checker of segment-everything results (check_amg.py)
   libcurl4-openssl-dev openssl   # `sam2rt download` (HTTPS); openssl makes the test's certificate

@@ -106,6 +106,41 @@ TEST(CliExports, RleDecodesToEachMask) {
   for (size_t i = 0; i < decoded.size(); ++i) ASSERT_EQ(decoded[i] != 0, mask.pixels[i * 3] != 0) << i;
 }
 
+TEST(CliExports, JsonOnlyRunNeedsNoOutAndWritesNoMaskFile) {
+  ScratchDir s("export_json_only");
+  const std::vector<std::string> args = {"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image",
+                                         micro_image(), "--point", "110,41", "--rle", "--json", "-"};
+  const CliResult r = run_cli(args, s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["masks"].size(), 1u);
+  EXPECT_TRUE(report["masks"][0]["segmentation"]["counts"].is_string());
+  EXPECT_FALSE(report.contains("out"));
+  // The same mask as a run with --out.
+  const CliResult with_out = run_cli(micro_segment(s, {"--point", "110,41", "--rle", "--json", s.file("r.json")}), s);
+  ASSERT_EQ(with_out.exit_code, 0) << with_out.err;
+  EXPECT_EQ(nlohmann::json::parse(read_text(s.file("r.json")))["masks"], report["masks"]);
+  // Several objects without --out: numbered names are not invented.
+  const std::vector<std::string> objects = {"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image",
+                                            micro_image(), "--box", "10,10,100,80", "--box", "120,20,280,100",
+                                            "--json", "-"};
+  const CliResult several = run_cli(objects, s);
+  ASSERT_EQ(several.exit_code, 0) << several.err;
+  const nlohmann::json listed = nlohmann::json::parse(several.out);
+  ASSERT_EQ(listed["objects"].size(), 2u);
+  EXPECT_FALSE(listed["objects"][0].contains("out"));
+}
+
+TEST(CliExports, ARunWithNothingToWriteSaysWhatToGive) {
+  ScratchDir s("export_nothing");
+  const CliResult r = run_cli({"segment", "--model", micro_pt(), "--config", micro_yaml(), "--image", micro_image(),
+                               "--point", "110,41"},
+                              s);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--out FILE.png"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+}
+
 TEST(CliExports, SeveralObjectsExportEachObject) {
   ScratchDir s("export_objects");
   const CliResult r = run_cli(micro_segment(s, {"--box", "80,15,140,65", "10,10,60,90", "--cutout", s.file("c.png"),

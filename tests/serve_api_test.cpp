@@ -29,6 +29,7 @@
 #include "api/predictor.h"
 #include "api/segment_request.h"
 #include "core/error.h"
+#include "io/base64.h"
 #include "io/image.h"
 #include "io/mask_rle.h"
 #include "kernels/bilinear_resize.h"
@@ -62,35 +63,10 @@ std::shared_ptr<const Sam2Model> micro_model() {
   return model;
 }
 
-std::vector<uint8_t> base64_decode(const std::string& text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::vector<uint8_t> out;
-  uint32_t bits = 0;
-  int count = 0;
-  for (char c : text) {
-    const int v = value(c);
-    if (v < 0) break;
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<uint8_t>((bits >> count) & 0xff));
-    }
-  }
-  return out;
-}
-
 // A PNG mask of the API as 0/1 per pixel (row-major).
 std::vector<uint8_t> png_mask(const std::string& png_base64, int width, int height) {
-  const std::vector<uint8_t> png = base64_decode(png_base64);
-  const RgbImage image = decode_image_bytes(png.data(), png.size(), "mask");
+  const std::string png = base64_decode(png_base64, "png_base64");
+  const RgbImage image = decode_image_bytes(reinterpret_cast<const uint8_t*>(png.data()), png.size(), "mask");
   EXPECT_EQ(image.width, width);
   EXPECT_EQ(image.height, height);
   std::vector<uint8_t> mask(static_cast<size_t>(width) * height);

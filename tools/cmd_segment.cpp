@@ -180,8 +180,10 @@ struct SegmentCommand {
     out.best_iou = ious[static_cast<size_t>(out.best)];
     out.candidates = ious.size();
     out.best_mask = threshold_mask(result.masks, out.best, config.mask_threshold);
-    const std::vector<uint8_t> mask_png = encode_png_gray8(out.best_mask.data(), image.width, image.height);
-    object.mask_file->write(mask_png.data(), mask_png.size());
+    if (object.mask_file) {
+      const std::vector<uint8_t> mask_png = encode_png_gray8(out.best_mask.data(), image.width, image.height);
+      object.mask_file->write(mask_png.data(), mask_png.size());
+    }
     if (object.cutout_file) {
       for_object(object, [&] {
         const Cutout cutout = cut_out(image, out.best_mask);
@@ -230,7 +232,7 @@ struct SegmentCommand {
     for (size_t i = 0; i < objects.size(); ++i) {
       auto per_object = [&](const std::string& path) { return several ? object_file_name(path, i) : path; };
       SegmentObject& object = objects[i];
-      object.out_path = per_object(out_path);
+      if (!out_path.empty()) object.out_path = per_object(out_path);
       object.mask_file = outputs.add(object.out_path, "--out");
       if (!cutout_path.empty()) object.cutout_file = outputs.add(per_object(cutout_path), "--cutout");
       if (!polygons_path.empty()) object.polygons_file = outputs.add(per_object(polygons_path), "--polygons");
@@ -239,8 +241,11 @@ struct SegmentCommand {
     AtomicFile* overlay_file = outputs.add(overlay_path, "--overlay");
     const bool json_to_stdout = json_path == "-";
     AtomicFile* json_file = outputs.add(json_to_stdout ? "" : json_path, "--json");
+    if (out_path.empty() && json_path.empty()) {
+      throw Error("nothing to write: give --out FILE.png for the mask, --json FILE (or --json - for stdout), or both");
+    }
     // Names asking for another format are refused before any work.
-    image_format_for(out_path, "--out", false);
+    if (!out_path.empty()) image_format_for(out_path, "--out", false);
     const ImageFormat overlay_format =
         overlay_path.empty() ? ImageFormat::png : image_format_for(overlay_path, "--overlay", true);
     if (!cutout_path.empty()) require_png_name(cutout_path, "--cutout");
@@ -309,7 +314,7 @@ struct SegmentCommand {
         nlohmann::json entry = results[i].report;
         entry["index"] = i;
         if (!objects[i].name.empty()) entry["name"] = objects[i].name;
-        entry["out"] = objects[i].out_path;
+        if (!objects[i].out_path.empty()) entry["out"] = objects[i].out_path;
         report["objects"].push_back(std::move(entry));
       }
     } else {
@@ -324,9 +329,10 @@ struct SegmentCommand {
     std::FILE* summary = json_to_stdout ? stderr : stdout;
     for (size_t i = 0; i < objects.size(); ++i) {
       const ObjectResult& r = results[i];
-      std::fprintf(summary, "%smask %lld of %zu: predicted IoU %.3f, area %lld px -> %s%s",
+      const std::string destination = objects[i].out_path.empty() ? "" : " -> " + objects[i].out_path;
+      std::fprintf(summary, "%smask %lld of %zu: predicted IoU %.3f, area %lld px%s%s",
                    several ? ("object " + std::to_string(i) + ": ").c_str() : "", static_cast<long long>(r.best),
-                   r.candidates, r.best_iou, static_cast<long long>(r.best_area), objects[i].out_path.c_str(),
+                   r.candidates, r.best_iou, static_cast<long long>(r.best_area), destination.c_str(),
                    several ? "\n" : "");
     }
     if (several) std::fprintf(summary, "%zu objects", objects.size());
@@ -398,7 +404,8 @@ void register_segment(CLI::App& app) {
                   "SAM2ImagePredictor's max_sprinkle_area; 0 = off")
       ->check(CLI::NonNegativeNumber)
       ->type_name("AREA");
-  sub->add_option("--out", command->out_path, "mask PNG (.png), 8-bit, 255 = object")->required();
+  sub->add_option("--out", command->out_path,
+                  "mask PNG (.png), 8-bit, 255 = object; may be left out when --json is given (e.g. --json - --rle)");
   sub->add_option("--overlay", command->overlay_path,
                   "the photo with the masks (several objects: each in its own colour) and the prompts drawn on it: "
                   ".png, or .jpg/.jpeg (JPEG quality 90)");

@@ -24,7 +24,14 @@
 #include "api/web_page.h"
 #include "commands.h"
 #include "core/error.h"
+#include "encode_gate.h"
+#include "http_error.h"
 #include "model_options.h"
+#include "serve_anylabeling.h"
+#include "serve_cvat.h"
+#include "serve_handler.h"
+#include "serve_label_studio.h"
+#include "serve_state.h"
 
 namespace sam2rt::cli {
 
@@ -35,79 +42,17 @@ using nlohmann::json;
 constexpr int kHttpThreads = 16;
 constexpr int64_t kMiB = 1024 * 1024;
 
-// A failure with its own HTTP status; sam2rt::Error from parsing, decoding or
-// validation is a 400.
-class HttpError : public std::runtime_error {
- public:
-  HttpError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
-  int status;
-};
-
-// With the charset parameter httplib leaves the answer uncompressed: for a bare
-// "application/json" it picks Brotli at its slowest quality whenever the client
-// accepts it (browsers do), which adds about 100 ms to a 50 KB mask answer.
-constexpr const char* kJsonType = "application/json; charset=utf-8";
-
-void reply_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(), kJsonType);
-}
+nlohmann::json plain_error(int, const std::string& message) { return {{"error", message}}; }
 
 void reply_error(httplib::Response& res, int status, const std::string& message) {
-  reply_json(res, status, {{"error", message}});
+  reply_json(res, status, plain_error(status, message));
 }
-
-// Encoding is the expensive step: at most `running` at once, and at most
-// `waiting` uploads queued behind them; the rest are told to retry (503).
-class EncodeGate {
- public:
-  EncodeGate(int running, int waiting) : max_running_(running), max_waiting_(waiting) {}
-
-  class Slot {
-   public:
-    explicit Slot(EncodeGate& gate) : gate_(gate) {}
-    ~Slot() { gate_.leave(); }
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-
-   private:
-    EncodeGate& gate_;
-  };
-
-  std::unique_ptr<Slot> enter() {
-    std::unique_lock lock(mutex_);
-    if (running_ >= max_running_ && waiting_ >= max_waiting_) {
-      throw HttpError(503, "busy: " + std::to_string(waiting_) + " images are already waiting to be encoded; retry later");
-    }
-    ++waiting_;
-    freed_.wait(lock, [this] { return running_ < max_running_; });
-    --waiting_;
-    ++running_;
-    return std::make_unique<Slot>(*this);
-  }
-
- private:
-  void leave() {
-    {
-      std::lock_guard lock(mutex_);
-      --running_;
-    }
-    freed_.notify_one();
-  }
-
-  const int max_running_, max_waiting_;
-  std::mutex mutex_;
-  std::condition_variable freed_;
-  int running_ = 0, waiting_ = 0;
-};
 
 // One uploaded image as the server keeps it: the predictor with the decoder
 // features (what segment needs) and the decoded photo (what everything needs: the
 // generator encodes the photo and its crops itself).
 struct ServedImage {
-  ServedImage(std::shared_ptr<const Sam2Model> model, RgbImage decoded)
-      : predictor(std::move(model)), photo(std::move(decoded)) {}
+  ServedImage(Predictor encoded, RgbImage decoded) : predictor(std::move(encoded)), photo(std::move(decoded)) {}
 
   Predictor predictor;
   RgbImage photo;
@@ -199,7 +144,14 @@ struct ServeOptions {
   int64_t max_everything_points = EverythingLimits{}.max_points;
   int concurrent_encodes = 1;
   int queued_encodes = 8;
+  LabelStudioOptions label_studio;
+  std::string anylabeling_token;
 };
+
+// Where the labelling protocols live on the server (docs/LABELLING.md).
+constexpr const char* kLabelStudioPrefix = "/label-studio";
+constexpr const char* kAnyLabelingPrefix = "/anylabeling";
+constexpr const char* kCvatPrefix = "/cvat";
 
 // The HTTP API of `sam2rt serve` (documented in docs/SERVE.md) over one model.
 class SegmentServer {
@@ -208,7 +160,12 @@ class SegmentServer {
       : options_(options),
         model_(std::move(model)),
         images_(options.cache_mb * kMiB),
-        encodes_(options.concurrent_encodes, options.queued_encodes) {}
+        encodes_(options.concurrent_encodes, options.queued_encodes),
+        labelling_images_(model_, options.cache_mb * kMiB, encodes_,
+                          EncodeOptions{.precision = options.model.encoder_precision()},
+                          options.model.max_image_pixels),
+        labelling_{labelling_images_, model_->config().mask_threshold, options.max_upload_mb * kMiB,
+                   options.model.threads, "sam2rt " + options.model.source().describe()} {}
 
   void add_routes(httplib::Server& server) {
     server.set_payload_max_length(static_cast<size_t>(options_.max_upload_mb * kMiB));
@@ -232,6 +189,13 @@ class SegmentServer {
     server.Post(kEverythingPath,
                 guarded([this](const httplib::Request& req, httplib::Response& res) { everything(req, res); }));
     server.Delete(kImagePath, guarded([this](const httplib::Request& req, httplib::Response& res) { remove(req, res); }));
+
+    // Label Studio's backend URL may be the server's root (its routes do not clash
+    // with ours; GET / stays the page) or /label-studio/.
+    add_label_studio_routes(server, "", /*answer_root=*/false, labelling_, options_.label_studio);
+    add_label_studio_routes(server, kLabelStudioPrefix, /*answer_root=*/true, labelling_, options_.label_studio);
+    add_anylabeling_routes(server, kAnyLabelingPrefix, labelling_, options_.anylabeling_token);
+    add_cvat_routes(server, kCvatPrefix, labelling_);
 
     refuse_other_methods(server, "/healthz", "GET");
     refuse_other_methods(server, "/v1/images", "POST");
@@ -258,22 +222,7 @@ class SegmentServer {
   // Every handler answers a JSON error instead of letting an exception escape.
   template <typename Handler>
   httplib::Server::Handler guarded(Handler handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
-      // OpenMP thread counts are per thread; the HTTP workers do not inherit --threads.
-      if (options_.model.threads > 0) omp_set_num_threads(options_.model.threads);
-      try {
-        handler(req, res);
-      } catch (const HttpError& e) {
-        reply_error(res, e.status, e.what());
-      } catch (const Error& e) {
-        reply_error(res, 400, e.what());
-      } catch (const std::bad_alloc&) {
-        reply_error(res, 503, "out of memory; try a smaller image or a smaller --cache-mb");
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "serve: internal error on %s %s: %s\n", req.method.c_str(), req.path.c_str(), e.what());
-        reply_error(res, 500, std::string("internal error: ") + e.what());
-      }
-    };
+    return cli::guarded(plain_error, options_.model.threads, handler);
   }
 
   void refuse_other_methods(httplib::Server& server, const std::string& pattern, const std::string& allowed) {
@@ -310,8 +259,20 @@ class SegmentServer {
         break;
       default: message = "request failed with HTTP status " + std::to_string(res.status); break;
     }
-    reply_error(res, res.status, message);
+    reply_json(res, res.status, error_body_for(req.path)(res.status, message));
     return httplib::Server::HandlerResponse::Handled;
+  }
+
+  // Each labelling protocol's clients read errors in its own shape.
+  static ErrorBody error_body_for(const std::string& path) {
+    auto under = [&path](const std::string& prefix) { return path == prefix || path.starts_with(prefix + "/"); };
+    if (under(kAnyLabelingPrefix)) return anylabeling_error;
+    if (under(kCvatPrefix)) return cvat_error;
+    if (under(kLabelStudioPrefix)) return label_studio_error;
+    for (const char* root_route : {"/health", "/setup", "/predict", "/webhook", "/metrics"}) {
+      if (path == root_route) return label_studio_error;
+    }
+    return plain_error;
   }
 
   static HttpError unknown_image(const std::string& id) {
@@ -329,7 +290,9 @@ class SegmentServer {
                 {"device", model_->encoder().backend().description()},
                 {"images", images_.size()},
                 {"cache_bytes", images_.bytes()},
-                {"cache_budget_bytes", images_.budget()}});
+                {"cache_budget_bytes", images_.budget()},
+                {"labelling_images", labelling_images_.size()},
+                {"labelling_encodes", labelling_images_.encodes()}});
   }
 
   // The image of an upload: the body's bytes, or the one file of a multipart/form-data
@@ -363,17 +326,9 @@ class SegmentServer {
                                         "uploaded image", options_.model.max_image_pixels);
     const int width = image.width, height = image.height;
     const auto start = std::chrono::steady_clock::now();
-    Predictor encoder(model_);
-    encoder.set_image(image, EncodeOptions{.precision = options_.model.encoder_precision()});
+    Predictor predictor = encode_for_prompts(model_, image, EncodeOptions{.precision = options_.model.encoder_precision()});
     const double encode_ms = milliseconds_since(start);
-    auto served = std::make_shared<ServedImage>(model_, std::move(image));
-    if (model_->heads().decodes_on_device()) {
-      // The features stayed on the device and nothing else came down: keep that predictor.
-      served->predictor = std::move(encoder);
-    } else {
-      // Keep only what the decoder needs; the trunk and neck outputs are several times larger.
-      served->predictor.set_features(encoder.features(), width, height);
-    }
+    auto served = std::make_shared<ServedImage>(std::move(predictor), std::move(image));
     const std::string id = images_.insert(std::move(served));
     std::fprintf(stderr, "serve: image %s (%dx%d) encoded in %.0f ms; %zu cached\n", id.c_str(), width, height,
                  encode_ms, images_.size());
@@ -420,6 +375,8 @@ class SegmentServer {
   std::shared_ptr<const Sam2Model> model_;
   ServedImages images_;
   EncodeGate encodes_;
+  ImagesByContent labelling_images_;
+  LabellingContext labelling_;
 };
 
 std::string url_host(const std::string& host) {
@@ -460,9 +417,11 @@ void serve(const ServeOptions& options) {
   server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   // httplib's default adds SO_REUSEPORT, which would let a second server share a
   // port that is in use instead of failing.
-  server.set_socket_options([](socket_t socket) {
+  socket_t listening_socket = INVALID_SOCKET;
+  server.set_socket_options([&listening_socket](socket_t socket) {
     int yes = 1;
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening_socket = socket;
   });
   // Answers go out at once: with Nagle's algorithm a mask's body waits for the
   // client's delayed ACK of the headers (40 ms and more on Linux).
@@ -475,6 +434,11 @@ void serve(const ServeOptions& options) {
   } else if (!server.bind_to_port(options.host, port)) {
     port = -1;
   }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into
+  // Debian's library): a burst of clients (a team clicking in a labelling tool)
+  // overflowed it and saw connections reset. On Linux, listen() again on the
+  // listening socket raises the backlog.
+  if (port >= 0 && listening_socket != INVALID_SOCKET) ::listen(listening_socket, SOMAXCONN);
   if (port < 0) {
     throw Error("cannot listen on " + options.host + ":" + std::to_string(options.port) +
                 ": the address is in use or not available here; pick another --port (0 = any free port) or --host");
@@ -554,6 +518,20 @@ void register_serve(CLI::App& app) {
                   "images encoded (or segmented everything) at the same time (each uses all --threads)")
       ->default_val(1)
       ->check(CLI::Range(1, 64));
+  sub->add_option("--data-root", options->label_studio.data_root,
+                  "Label Studio: the folder its tasks' local images are read from (its media folder for "
+                  "/data/upload/... URLs, or its local-files document root); nothing outside it is read")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--label-studio-basic-auth", options->label_studio.basic_auth,
+                  "Label Studio: require HTTP basic auth with these credentials on its routes")
+      ->type_name("USER:PASSWORD");
+  sub->add_flag("--label-studio-polygons", options->label_studio.polygons,
+                "Label Studio: answer polygonlabels (outlines in percent) instead of brushlabels");
+  sub->add_flag("--label-studio-allow-http", options->label_studio.allow_http,
+                "Label Studio: fetch tasks' http:// and https:// image URLs (each at most --max-upload-mb, 30 s); "
+                "off: local files under --data-root and data: URLs only");
+  sub->add_option("--anylabeling-token", options->anylabeling_token,
+                  "X-AnyLabeling: require this API key in the Token header (all but /anylabeling/health)");
   sub->callback([options] { serve(*options); });
 }
 

@@ -21,18 +21,6 @@ namespace {
 constexpr long kStallBytesPerSecond = 1024;
 constexpr long kMaxRedirects = 10;
 
-class CurlLibrary {
- public:
-  CurlLibrary() {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialise libcurl");
-  }
-  ~CurlLibrary() { curl_global_cleanup(); }
-  CurlLibrary(const CurlLibrary&) = delete;
-  CurlLibrary& operator=(const CurlLibrary&) = delete;
-};
-
-void ensure_curl_initialised() { static const CurlLibrary library; }
-
 // The partial file, opened for appending and locked so that two downloads of
 // the same file cannot interleave their bytes.
 class PartFile {
@@ -218,7 +206,19 @@ std::string failure_detail(const AttemptResult& result, const PartFile& file) {
   return result.detail;
 }
 
+class CurlLibrary {
+ public:
+  CurlLibrary() {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialise libcurl");
+  }
+  ~CurlLibrary() { curl_global_cleanup(); }
+  CurlLibrary(const CurlLibrary&) = delete;
+  CurlLibrary& operator=(const CurlLibrary&) = delete;
+};
+
 }  // namespace
+
+void ensure_curl_initialised() { static const CurlLibrary library; }
 
 void check_http_url(const std::string& url) {
   if (!starts_with_ignoring_case(url, "https://") && !starts_with_ignoring_case(url, "http://")) {

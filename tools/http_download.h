@@ -22,6 +22,9 @@ struct DownloadOutcome {
   bool started_over = false;  // the server ignored the range request
 };
 
+// libcurl's global set-up, once per process (thread-safe); before any transfer.
+void ensure_curl_initialised();
+
 // Throws Error unless `url` is an http:// or https:// URL (file://, ftp:// ... are refused).
 void check_http_url(const std::string& url);
 

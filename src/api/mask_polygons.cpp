@@ -17,19 +17,24 @@ std::vector<std::array<int, 2>> simplified(const std::vector<cv::Point>& contour
   return out;
 }
 
-}  // namespace
-
-std::vector<MaskPolygon> mask_polygons(const std::vector<uint8_t>& mask, int width, int height, double tolerance) {
+cv::Mat binary_image(const std::vector<uint8_t>& mask, int width, int height) {
   if (width <= 0 || height <= 0 || mask.size() != static_cast<size_t>(width) * static_cast<size_t>(height)) {
     throw Error("polygons: the mask does not have " + std::to_string(width) + "x" + std::to_string(height) +
                 " pixels");
   }
-  if (!(tolerance >= 0)) throw Error("polygons: the simplification tolerance must be >= 0 pixels");
   cv::Mat binary(height, width, CV_8UC1);
   for (int y = 0; y < height; ++y) {
     uint8_t* row = binary.ptr<uint8_t>(y);
     for (int x = 0; x < width; ++x) row[x] = mask[static_cast<size_t>(y) * static_cast<size_t>(width) + x] ? 1 : 0;
   }
+  return binary;
+}
+
+}  // namespace
+
+std::vector<MaskPolygon> mask_polygons(const std::vector<uint8_t>& mask, int width, int height, double tolerance) {
+  if (!(tolerance >= 0)) throw Error("polygons: the simplification tolerance must be >= 0 pixels");
+  cv::Mat binary = binary_image(mask, width, height);
   std::vector<std::vector<cv::Point>> contours;
   std::vector<cv::Vec4i> hierarchy;  // next, previous, first child, parent
   cv::findContours(binary, contours, hierarchy, cv::RETR_CCOMP, cv::CHAIN_APPROX_NONE);
@@ -44,6 +49,19 @@ std::vector<MaskPolygon> mask_polygons(const std::vector<uint8_t>& mask, int wid
     polygons.push_back(std::move(polygon));
   }
   return polygons;
+}
+
+std::vector<std::vector<std::array<int, 2>>> mask_outer_contours(const std::vector<uint8_t>& mask, int width,
+                                                                 int height, double epsilon_factor) {
+  if (!(epsilon_factor >= 0)) throw Error("polygons: the simplification factor must be >= 0");
+  cv::Mat binary = binary_image(mask, width, height);
+  std::vector<std::vector<cv::Point>> contours;
+  cv::findContours(binary, contours, cv::RETR_EXTERNAL, cv::CHAIN_APPROX_NONE);
+  std::vector<std::vector<std::array<int, 2>>> outlines;
+  for (const std::vector<cv::Point>& contour : contours) {
+    outlines.push_back(simplified(contour, epsilon_factor * cv::arcLength(contour, /*closed=*/true)));
+  }
+  return outlines;
 }
 
 nlohmann::json polygons_json(const std::vector<MaskPolygon>& polygons) {

@@ -12,12 +12,11 @@
 // default 300; all are printed); and touch mode on a 390 px wide phone viewport. Leaves
 // OUTPUT_DIR/screenshot.png (tap), everything.png, objects.png and phone.png.
 // Exits nonzero on any failure.
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
+import { startServer } from "./serve_process.mjs";
 
 const [binary, fixtures, outputDir] = process.argv.slice(2);
 if (!binary || !fixtures || !outputDir) {
@@ -35,18 +34,6 @@ const BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
   console.log(`ok - ${message}`);
-}
-
-function startServer() {
-  const server = spawn(binary, ["serve", "--port", "0", "--synthetic-weights", "0",
-                                "--config", path.join(fixtures, "micro", "sam2.1_micro.yaml")],
-                       { stdio: ["ignore", "pipe", "inherit"] });
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no URL from sam2rt serve within 60 s")), 60_000);
-    server.on("exit", (code) => reject(new Error(`sam2rt serve exited with ${code} before printing its URL`)));
-    createInterface({ input: server.stdout }).once("line", (line) => { clearTimeout(timer); resolve(line.trim()); });
-  });
-  return { server, url };
 }
 
 // Mask pixels actually painted on the overlay canvas (alpha > 0).
@@ -130,7 +117,7 @@ async function settled(page) {
 async function main() {
   mkdirSync(outputDir, { recursive: true });
   const profile = mkdtempSync(path.join(tmpdir(), "sam2rt-chromium-"));
-  const { server, url } = startServer();
+  const { server, url } = startServer(binary, fixtures);
   let context;
   try {
     const address = await url;

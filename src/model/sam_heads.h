@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -126,6 +127,11 @@ class SamHeads {
 
   // The reference decoder's part of decode: the outputs of `count` prompts
   // whose sparse embeddings `encoded` holds.
+  // The reference decoder the calling thread uses: decoder_ on a device, and
+  // on the CPU outside a parallel region; within one (decode_in_groups' threads
+  // each decoding a prompt with a mask input), one of its own per OpenMP
+  // thread, made on first use, since a decoder runs one decode at a time.
+  const MaskDecoder& reference_decoder() const;
   std::vector<MaskDecoderOutput> decode_with_reference(const DeviceDecoderFeatures& features, const Prompt* prompts,
                                                        const std::vector<MaskPrediction>& encoded,
                                                        size_t count) const;
@@ -143,6 +149,13 @@ class SamHeads {
   std::shared_ptr<Backend> backend_;  // the reference decoder's: destroyed after the decoders
   std::shared_ptr<const MaskDecoder> decoder_;
   std::optional<LowRankMaskDecoder> low_rank_;  // without a device backend, where the form applies
+  // reference_decoder()'s per-thread CPU decoders (index: OpenMP thread
+  // number; 0 is decoder_), each on a CpuBackend of its own, and the prompt
+  // encoder's and mask decoder's weights they are made from (tensor handles,
+  // shared).
+  WeightMap weights_;
+  mutable std::mutex thread_decoders_mutex_;
+  mutable std::vector<std::shared_ptr<const MaskDecoder>> thread_decoders_;
 };
 
 }  // namespace sam2rt

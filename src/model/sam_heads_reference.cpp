@@ -1,20 +1,37 @@
 // SamHeads' decoding by the reference decoder (MaskDecoder): prompts batched
 // per token count and mask input or not. The choice of decoder and the CPU fast
 // path are in sam_heads.cpp.
+#include <omp.h>
+
 #include <exception>
 #include <map>
 #include <utility>
 
+#include "backends/cpu_backend.h"
 #include "model/mask_decoder.h"
 #include "model/sam_heads.h"
 
 namespace sam2rt {
+
+const MaskDecoder& SamHeads::reference_decoder() const {
+  const int thread = omp_in_parallel() ? omp_get_thread_num() : 0;
+  if (decodes_on_device() || thread == 0) return *decoder_;
+  std::lock_guard lock(thread_decoders_mutex_);
+  const auto index = static_cast<size_t>(thread);
+  if (thread_decoders_.size() <= index) thread_decoders_.resize(index + 1);
+  if (thread_decoders_[index] == nullptr) {
+    thread_decoders_[index] = std::make_shared<const MaskDecoder>(config_, weights_, dense_pe_, no_mask_dense_,
+                                                                  std::make_shared<CpuBackend>());
+  }
+  return *thread_decoders_[index];
+}
 
 std::vector<MaskDecoderOutput> SamHeads::decode_with_reference(const DeviceDecoderFeatures& features,
                                                                const Prompt* prompts,
                                                                const std::vector<MaskPrediction>& encoded,
                                                                size_t count) const {
   std::vector<MaskDecoderOutput> decoded(count);
+  const MaskDecoder& decoder = reference_decoder();
   // A batched program per (token count (points and box corners), mask input or not).
   std::map<std::pair<int64_t, bool>, std::vector<size_t>> groups;
   for (size_t g = 0; g < count; ++g) {
@@ -27,7 +44,7 @@ std::vector<MaskDecoderOutput> SamHeads::decode_with_reference(const DeviceDecod
       sparse.push_back(encoded[g].sparse_embeddings);
       if (with_mask_inputs) mask_inputs.push_back(prompts[g].mask_input);
     }
-    std::vector<MaskDecoderOutput> outputs = decoder_->predict_masks_batch(features, sparse, mask_inputs);
+    std::vector<MaskDecoderOutput> outputs = decoder.predict_masks_batch(features, sparse, mask_inputs);
     for (size_t i = 0; i < members.size(); ++i) decoded[members[i]] = std::move(outputs[i]);
   }
   return decoded;

@@ -90,6 +90,33 @@ TEST(MaskDecoderMicro, BatchEqualsOneByOne) {
   }
 }
 
+// A batch's prompts with a mask input go to the reference decoder, one per
+// thread at a time, each thread past the first with a decoder of its own
+// (SamHeads::reference_decoder): every prompt gets the bits it gets alone.
+TEST(MaskDecoderMicro, MaskInputPromptsAcrossThreadsEqualEachAlone) {
+  const auto& c = micro_decoder_case();
+  const SamHeads heads(c.config, c.weights);
+  std::vector<Prompt> prompts;
+  for (int copy = 0; copy < 3; ++copy) {
+    for (const auto& g : c.prompts) {
+      if (!g.prompt.mask_input.empty()) prompts.push_back(g.prompt);
+    }
+  }
+  ASSERT_GE(prompts.size(), 3u);
+  const auto batch = heads.predict_batch(c.features, prompts, true, c.orig_w, c.orig_h);
+  ASSERT_EQ(batch.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("prompt " + std::to_string(i));
+    const MaskPrediction single = heads.predict(c.features, prompts[i], true, c.orig_w, c.orig_h);
+    ASSERT_EQ(batch[i].low_res_masks.numel(), single.low_res_masks.numel());
+    EXPECT_EQ(std::memcmp(batch[i].low_res_masks.data(), single.low_res_masks.data(),
+                          sizeof(float) * static_cast<size_t>(single.low_res_masks.numel())),
+              0);
+    EXPECT_EQ(batch[i].iou_predictions, single.iou_predictions);
+    EXPECT_EQ(batch[i].object_score_logit, single.object_score_logit);
+  }
+}
+
 TEST(MaskDecoderMicro, LowResBatchSkipsOnlyPromptsWhoseMasksAllFailTheIouFilter) {
   const auto& c = micro_decoder_case();
   const SamHeads heads(c.config, c.weights);

@@ -61,11 +61,10 @@ SamHeads::SamHeads(const ModelConfig& config, const WeightMap& weights, std::sha
       no_mask_dense_(prompt_encoder_.embed_dense(Prompt{})),
       backend_(backend != nullptr ? std::move(backend) : std::make_shared<CpuBackend>()),
       decoder_(std::make_shared<const MaskDecoder>(config, weights, dense_pe_, no_mask_dense_, backend_)) {
-  if (!backend_->records() && LowRankMaskDecoder::applies(config)) {
-    low_rank_.emplace(config, weights, dense_pe_);
-    for (const auto& [key, tensor] : weights.all()) {
-      if (key.starts_with("sam_mask_decoder.") || key.starts_with("sam_prompt_encoder.")) weights_.insert(key, tensor);
-    }
+  if (backend_->records()) return;
+  if (LowRankMaskDecoder::applies(config)) low_rank_.emplace(config, weights, dense_pe_);
+  for (const auto& [key, tensor] : weights.all()) {
+    if (key.starts_with("sam_mask_decoder.") || key.starts_with("sam_prompt_encoder.")) weights_.insert(key, tensor);
   }
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/json_body.h"
-#include "api/segment_request.h"
+#include "io/base64.h"
 #include "json_fields.h"
 #include "serve_handler.h"
 

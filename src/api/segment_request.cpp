@@ -7,6 +7,7 @@
 #include "api/binary_mask.h"
 #include "api/json_body.h"
 #include "core/error.h"
+#include "io/base64.h"
 #include "io/mask_rle.h"
 #include "io/png_writer.h"
 #include "kernels/bilinear_resize.h"
@@ -141,29 +142,6 @@ nlohmann::json mask_to_rle(const uint8_t* mask, int width, int height) {
   }
   counts.push_back(run);
   return {{"size", {height, width}}, {"counts", std::move(counts)}};
-}
-
-std::string base64_encode(const std::vector<uint8_t>& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t v = (uint32_t{bytes[i]} << 16) | (uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  const size_t rest = bytes.size() - i;
-  if (rest) {
-    const uint32_t v = (uint32_t{bytes[i]} << 16) | (rest == 2 ? uint32_t{bytes[i + 1]} << 8 : 0u);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
 }
 
 MaskPrediction predict_segment_request(const Predictor& predictor, const SegmentRequest& request) {

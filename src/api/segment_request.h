@@ -57,8 +57,6 @@ SegmentRequest parse_segment_request(std::string_view body, int image_width, int
 // (so it may be 0).
 nlohmann::json mask_to_rle(const uint8_t* mask, int width, int height);
 
-std::string base64_encode(const std::vector<uint8_t>& bytes);
-
 // The prediction for a request: Predictor::predict, or with a mask_size the same
 // decoder output whose logits `masks` holds at that size (bilinear, as to the
 // image's size, so at the image's size it is predict's).

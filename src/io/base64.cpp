@@ -1,6 +1,7 @@
 #include "io/base64.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 
@@ -45,6 +46,29 @@ std::string base64_decode(std::string_view text, const std::string& origin) {
   // 2 or 4 bits left over are the padding of a 2- or 1-byte tail; 6 cannot happen in whole bytes.
   if (padding > 2 || pending_bits >= 6) throw Error(origin + " is not valid base64 (its length is not whole bytes)");
   return bytes;
+}
+
+std::string base64_encode(const std::vector<uint8_t>& bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t{bytes[i]} << 16) | (uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest) {
+    const uint32_t v = (uint32_t{bytes[i]} << 16) | (rest == 2 ? uint32_t{bytes[i + 1]} << 8 : 0u);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
 }
 
 }  // namespace sam2rt

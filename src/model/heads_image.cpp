@@ -11,7 +11,8 @@ namespace sam2rt {
 
 struct HeadsImage::Shared {
   DeviceDecoderFeatures reference;
-  bool has_low_rank = false;
+  // With the fast path's state: it, the features it was made from and the
+  // backend reference() makes the reference decoder's features on.
   DecoderImageState low_rank;
   DecoderFeatures features;
   std::shared_ptr<Backend> cpu;
@@ -34,7 +35,6 @@ HeadsImage::HeadsImage(DeviceDecoderFeatures reference) {
 
 HeadsImage::HeadsImage(DecoderImageState low_rank, DecoderFeatures features, std::shared_ptr<Backend> cpu)
     : shared_(std::make_shared<Shared>()) {
-  shared_->has_low_rank = true;
   shared_->low_rank = std::move(low_rank);
   shared_->features = std::move(features);
   shared_->cpu = std::move(cpu);
@@ -42,7 +42,7 @@ HeadsImage::HeadsImage(DecoderImageState low_rank, DecoderFeatures features, std
 
 bool HeadsImage::has_low_rank() const {
   require_image(shared_.get());
-  return shared_->has_low_rank;
+  return shared_->cpu != nullptr;
 }
 
 const DecoderImageState& HeadsImage::low_rank() const {
@@ -53,7 +53,7 @@ const DecoderImageState& HeadsImage::low_rank() const {
 const DeviceDecoderFeatures& HeadsImage::reference() const {
   require_image(shared_.get());
   Shared& s = *shared_;
-  if (s.has_low_rank) {
+  if (s.cpu != nullptr) {
     // The fast path's channels-last copies serve as they are (the CPU
     // backend's tensors share host memory); feat_s0, which the fast path keeps
     // as planar taps, is laid out again on recycled memory.

@@ -33,26 +33,19 @@ DecoderAttention DecoderAttention::load(const WeightMap& weights, const std::str
   return a;
 }
 
-void DecoderAttention::attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-                                        float* out, int threads) const {
-  const int64_t width = internal_dim(), head_dim = width / num_heads;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  std::vector<float> mixed(static_cast<size_t>(nq * width));
-  for_row_blocks(threads, num_heads, 1, [&](int64_t h0, int64_t h1) {
-    for (int64_t h = h0; h < h1; ++h) {
-      const int64_t column = h * head_dim;
-      attention_serial({.nq = nq, .nk = nk, .heads = 1, .head_dim = head_dim, .q = q + column, .ldq = width,
-                        .k = k + column, .ldk = width, .v = v + column, .ldv = width, .out = mixed.data() + column,
-                        .ldo = width, .scale = scale});
-    }
-  });
-  out_proj.apply(mixed.data(), nq, out);
-}
-
 Tensor DecoderAttention::operator()(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in) const {
   const Tensor q = q_proj(q_in), k = k_proj(k_in), v = v_proj(v_in);
-  Tensor out({q_in.dim(0), out_proj.out_features()});
-  attend_projected(q.data(), q.dim(0), k.data(), v.data(), k.dim(0), out.data(), 1);
+  const int64_t nq = q.dim(0), nk = k.dim(0), width = internal_dim(), head_dim = width / num_heads;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  std::vector<float> mixed(static_cast<size_t>(nq * width));
+  for (int64_t h = 0; h < num_heads; ++h) {
+    const int64_t column = h * head_dim;
+    attention_serial({.nq = nq, .nk = nk, .heads = 1, .head_dim = head_dim, .q = q.data() + column, .ldq = width,
+                      .k = k.data() + column, .ldk = width, .v = v.data() + column, .ldv = width,
+                      .out = mixed.data() + column, .ldo = width, .scale = scale});
+  }
+  Tensor out({nq, out_proj.out_features()});
+  out_proj.apply(mixed.data(), nq, out.data());
   return out;
 }
 
@@ -64,7 +57,8 @@ Tensor DecoderLayerNorm::operator()(const Tensor& x) const {
   return layer_norm(x, weight, bias, kTransformerLayerNormEps);
 }
 
-TwoWayTransformerWeights::TwoWayTransformerWeights(const ModelConfig& config, const WeightMap& weights, const std::string& prefix) {
+TwoWayTransformerWeights::TwoWayTransformerWeights(const ModelConfig& config, const WeightMap& weights,
+                                                   const std::string& prefix) {
   const int heads = config.decoder_num_heads;
   for (int i = 0; i < config.decoder_depth; ++i) {
     const std::string l = prefix + ".layers." + std::to_string(i);

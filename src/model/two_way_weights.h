@@ -20,11 +20,6 @@ struct DecoderAttention {
 
   // q [Nq, C], k and v [Nk, C] -> [Nq, C].
   Tensor operator()(const Tensor& q, const Tensor& k, const Tensor& v) const;
-  // The attention and out projection on inputs already projected by q/k/v_proj:
-  // q [nq, D], k and v [nk, D] rows -> out [nq, C] rows.
-  // Heads are shared by `threads` workers.
-  void attend_projected(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, float* out,
-                        int threads) const;
 };
 
 struct DecoderLayerNorm {

@@ -140,6 +140,24 @@ TEST(MaskFill, FillsSmallHolesAndRemovesSmallIslands) {
   EXPECT_EQ(holes_only[0 * 8 + 7], 2.0f);
 }
 
+TEST(MaskFill, VideoHoleFillingSetsSmallBackgroundComponentsToOneTenth) {
+  // fill_holes_in_mask_scores(mask, 8): background (<= 0) components of at most
+  // 8 pixels, border ones included, become 0.1; larger ones and the foreground stay.
+  Tensor logits = Tensor::filled({1, 8, 8}, 3.0f);
+  for (int x = 0; x < 8; ++x) logits[7 * 8 + x] = -2.0f;  // 8-pixel border row: filled
+  logits[2 * 8 + 2] = 0.0f;                              // a 2-pixel hole, 8-connected (diagonal)
+  logits[3 * 8 + 3] = -7.0f;
+  for (int y = 0; y < 3; ++y)
+    for (int x = 5; x < 8; ++x) logits[y * 8 + x] = -1.0f;  // a 9-pixel corner: kept
+  Tensor filled = logits.clone();
+  fill_holes_in_mask_scores(filled, 8);
+  EXPECT_EQ(filled[7 * 8 + 0], 0.1f);
+  EXPECT_EQ(filled[2 * 8 + 2], 0.1f);
+  EXPECT_EQ(filled[3 * 8 + 3], 0.1f);
+  EXPECT_EQ(filled[0 * 8 + 5], -1.0f);
+  EXPECT_EQ(filled[4 * 8 + 4], 3.0f);
+}
+
 TEST(UpscaledMaskScan, MatchesFullResizeThenCount) {
   std::mt19937 rng(11);
   std::normal_distribution<float> logit(0.0f, 3.0f);

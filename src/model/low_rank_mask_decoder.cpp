@@ -155,6 +155,7 @@ Tensor LowRankMaskDecoder::mask_heads(const Tensor& final_tokens, int64_t object
   ScopedStage stage("decoder: output heads");
   result.object_score_logit = obj_score_head_(token_row(final_tokens, object_row))[0];
   const int64_t up_c = upscale3_b_.numel(), first = result.first_mask_token, masks = num_mask_tokens_ - first;
+  result.mask_tokens_out = final_tokens.rows(first_mask_row, masks).clone();
   Tensor hyper({masks, up_c});
   for (int64_t m = 0; m < masks; ++m) {
     const Tensor h = hypernetworks_[static_cast<size_t>(first + m)](token_row(final_tokens, first_mask_row + m));

@@ -346,11 +346,12 @@ void MaskDecoder::forward(Decode& decode, TransformerTrace* trace) const {
   b.copy_rows(masks, 0, m * l * l, decode.outputs, 0, packed, m * l * l, prompts);
   b.copy_rows(iou, 0, m, decode.outputs, m * l * l, packed, m, prompts);
   b.copy_rows(object_score, 0, 1, decode.outputs, m * l * l + m, packed, 1, prompts);
+  b.copy_rows(queries, 2 * c, t * c, decode.outputs, m * l * l + m + 1, packed, m * c, prompts);
 }
 
 int64_t MaskDecoder::output_size() const {
   const int64_t m = num_mask_tokens_, l = config_.low_res_mask_size();
-  return m * l * l + m + 1;
+  return m * l * l + m + 1 + m * config_.embed_dim();
 }
 
 MaskDecoderOutput MaskDecoder::unpack(const Tensor& outputs, int64_t prompt) const {
@@ -359,6 +360,7 @@ MaskDecoderOutput MaskDecoder::unpack(const Tensor& outputs, int64_t prompt) con
   out.masks = outputs.rows(first, m * l * l).reshaped({m, l, l});
   out.iou = outputs.rows(first + m * l * l, m);
   out.object_score_logit = outputs[first + m * l * l + m];
+  out.mask_tokens_out = outputs.rows(first + m * l * l + m + 1, m * config_.embed_dim()).reshaped({m, config_.embed_dim()});
   return out;
 }
 

@@ -38,9 +38,10 @@ DeviceDecoderFeatures upload_decoder_features(Backend& backend, const DecoderFea
 // not, batch size), recorded on its first batch and replayed. A batch is one
 // upload (its prompts' tokens, a few hundred floats each, and their mask
 // inputs), one submission and one download (every prompt's low-res logits,
-// IoUs and object score, packed into one tensor). The token-side ops run over
-// the batch's rows, the attentions and the image-side maps with a batch index
-// (Backend's batched ops). Thread-safe: a decode holds the backend's run_mutex().
+// IoUs, object score and mask tokens' outputs, packed into one tensor). The
+// token-side ops run over the batch's rows, the attentions and the image-side
+// maps with a batch index (Backend's batched ops). Thread-safe: a decode holds
+// the backend's run_mutex().
 class MaskDecoder {
  public:
   // image_pe: get_dense_pe() [1, C, E, E]; no_mask_dense: the dense embedding of
@@ -106,16 +107,17 @@ class MaskDecoder {
   // One decode's tensors, of B prompts of T tokens: what a run uploads, their
   // input tokens [B * T, C] and, with mask inputs, theirs [1, 1, B * L, L]
   // (empty without), and their outputs packed into one tensor, so that a batch
-  // is one download: per prompt the masks [M, L * L], the IoUs [M] and the
-  // object score, in that order. Without mask inputs the uploaded tensor is
-  // the tokens; with them it holds per prompt its tokens, then its mask input
-  // (one upload), which the program copies apart.
+  // is one download: per prompt the masks [M, L * L], the IoUs [M], the
+  // object score and the mask tokens' output rows [M, C], in that order.
+  // Without mask inputs the uploaded tensor is the tokens; with them it holds
+  // per prompt its tokens, then its mask input (one upload), which the
+  // program copies apart.
   struct Decode {
     int64_t prompts = 1;
     DeviceTensor inputs;
     DeviceTensor tokens;
     DeviceTensor mask_inputs;
-    DeviceTensor outputs;  // [B * (M * L * L + M + 1)]
+    DeviceTensor outputs;  // [B * (M * L * L + M + 1 + M * C)]
     std::shared_ptr<Program> program;
   };
   // Its key among the recorded programs: (token count, mask inputs, prompts).

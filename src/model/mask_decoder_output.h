@@ -14,6 +14,8 @@ struct MaskDecoderOutput {
   int64_t first_mask_token = 0;    // the token of masks' first row
   Tensor iou;                      // [T] (sigmoid applied)
   float object_score_logit = 0;    // with the masks: 0 where the IoU filter skipped them
+  Tensor mask_tokens_out;          // [T - first_mask_token, C]: the transformer's output rows of the
+                                   // mask tokens of masks (SAM2Base makes its object pointer of one)
 };
 
 // The mask tokens whose logits a prediction computes: all of them, or only

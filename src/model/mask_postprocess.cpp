@@ -89,6 +89,20 @@ void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill) {
   }
 }
 
+void fill_holes_in_mask_scores(Tensor& logits, int64_t max_area) {
+  const int64_t h = logits.dim(-2), w = logits.dim(-1), pixels = h * w, planes = logits.numel() / pixels;
+  std::vector<uint8_t> background(static_cast<size_t>(pixels));
+  for (int64_t p = 0; p < planes; ++p) {
+    float* plane = logits.data() + p * pixels;
+    for (int64_t i = 0; i < pixels; ++i) background[static_cast<size_t>(i)] = plane[i] <= 0.0f;
+    const std::vector<int32_t> areas = component_areas(background.data(), h, w);
+    for (int64_t i = 0; i < pixels; ++i) {
+      const int32_t area = areas[static_cast<size_t>(i)];
+      if (area > 0 && area <= max_area) plane[i] = 0.1f;
+    }
+  }
+}
+
 Tensor clamp_low_res_logits(const Tensor& low_res) {
   // Pooled and not zeroed first, as the upscaled masks: a batch asks for 0.75 MB
   // per prompt, and fresh memory faults on first touch.

@@ -44,6 +44,11 @@ struct MaskFill {
 // (l > threshold), both found on the unfilled logits, border components included.
 void fill_holes_and_sprinkles(Tensor& low_res, const MaskFill& fill);
 
+// sam2.utils.misc.fill_holes_in_mask_scores, as the video predictor applies it
+// (fill_hole_area): in place on [..., L, L] logits, every 8-connected component
+// of (l <= 0), border ones included, of at most max_area pixels set to 0.1.
+void fill_holes_in_mask_scores(Tensor& logits, int64_t max_area);
+
 // The low-res logits predict() returns: clamped to [-32, 32] (after the upsampling
 // used the unclamped values).
 Tensor clamp_low_res_logits(const Tensor& low_res);

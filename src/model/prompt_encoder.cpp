@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/activation.h"
 #include "kernels/norm.h"
 #include "kernels/patch_conv.h"
@@ -14,13 +15,6 @@ namespace sam2rt {
 namespace {
 
 constexpr float kLayerNorm2dEps = 1e-6f;
-
-// A point as the prompt encoder sees it: model-frame coordinates and its label
-// (-1 padding, 0 negative, 1 positive, 2/3 box corners).
-struct EncoderPoint {
-  float x, y;
-  int label;
-};
 
 // SAM2Transforms.transform_coords(normalize=True): x / W * S, in float32 like the official code.
 float to_model_frame(float v, int orig_size, int image_size) {
@@ -108,7 +102,7 @@ int PromptEncoder::sparse_token_count(const Prompt& prompt) {
 
 Tensor PromptEncoder::embed_sparse(const Prompt& prompt, int orig_w, int orig_h) const {
   const int s = config_.image_size;
-  std::vector<EncoderPoint> points;
+  std::vector<ModelPoint> points;
   if (prompt.box) {
     const auto& b = *prompt.box;
     points.push_back({to_model_frame(b[0], orig_w, s), to_model_frame(b[1], orig_h, s), 2});
@@ -117,13 +111,18 @@ Tensor PromptEncoder::embed_sparse(const Prompt& prompt, int orig_w, int orig_h)
   for (const PointPrompt& p : prompt.points) {
     points.push_back({to_model_frame(p.x, orig_w, s), to_model_frame(p.y, orig_h, s), p.label});
   }
-  if (!points.empty()) points.push_back({0.0f, 0.0f, -1});
+  if (points.empty()) return Tensor({1, 0, config_.embed_dim()});
+  return embed_points(points);
+}
 
+Tensor PromptEncoder::embed_points(const std::vector<ModelPoint>& points) const {
+  const int s = config_.image_size;
   const int64_t c = config_.embed_dim();
-  Tensor sparse({1, static_cast<int64_t>(points.size()), c});
-  for (size_t n = 0; n < points.size(); ++n) {
+  Tensor sparse({1, static_cast<int64_t>(points.size()) + 1, c});
+  for (size_t n = 0; n <= points.size(); ++n) {
     float* out = sparse.data() + static_cast<int64_t>(n) * c;
-    const EncoderPoint& p = points[n];
+    const ModelPoint p = n < points.size() ? points[n] : ModelPoint{};
+    if (p.label < -1 || p.label > 3) throw Error("prompt point label " + std::to_string(p.label) + " is not -1, 0, 1, 2 or 3");
     if (p.label == -1) {
       for (int64_t k = 0; k < c; ++k) out[k] = not_a_point_embed_[k];
       continue;

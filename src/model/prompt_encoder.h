@@ -1,5 +1,7 @@
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 #include "core/weights.h"
 #include "model/config.h"
@@ -21,6 +23,18 @@ class PromptEncoder {
 
   // Sparse tokens [1, N, C], N = 2 (box) + points + 1 (padding); N = 0 for a mask-only prompt.
   Tensor embed_sparse(const Prompt& prompt, int orig_w, int orig_h) const;
+
+  // A point as sam_prompt_encoder takes it: model-frame coordinates (pixels of
+  // the image_size x image_size input) and its label: -1 padding, 0 negative,
+  // 1 positive, 2/3 box corners.
+  struct ModelPoint {
+    float x = 0, y = 0;
+    int label = -1;
+  };
+  // PromptEncoder._embed_points(points, labels, pad=True): [1, N + 1, C], the
+  // padding point appended (the video predictor's prompts, given in the model
+  // frame already; embed_sparse's after their transform). Error on another label.
+  Tensor embed_points(const std::vector<ModelPoint>& points) const;
 
   // Dense embedding [1, C, E, E]: mask_downscaling(mask_input), or no_mask_embed broadcast.
   Tensor embed_dense(const Prompt& prompt) const;

@@ -101,19 +101,46 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
                                              bool multimask, int orig_w, int orig_h, int threads,
                                              std::optional<float> skip_masks_iou_at_most) const {
   std::vector<MaskPrediction> results(count);
-  const bool low_rank = uses_low_rank(image, prompts[0]);
   {
     ScopedStage stage("decoder: prompt encoder");
     for (size_t g = 0; g < count; ++g) {
-      if (uses_low_rank(image, prompts[g]) != low_rank) throw Error("the prompts of one decode take one decoder");
       results[g].sparse_embeddings = prompt_encoder_.embed_sparse(prompts[g], orig_w, orig_h);
-      // A device computes a mask input's dense embedding where it decodes.
-      if (prompts[g].mask_input.empty()) {
-        results[g].dense_embeddings = no_mask_dense_;
-      } else if (!decodes_on_device()) {
-        results[g].dense_embeddings = prompt_encoder_.embed_dense(prompts[g]);
-      }
+      results[g].dense_embeddings = dense_embeddings(prompts[g]);
     }
+  }
+  return decode_embedded(image, prompts, std::move(results), multimask, threads, skip_masks_iou_at_most);
+}
+
+Tensor SamHeads::dense_embeddings(const Prompt& prompt) const {
+  if (prompt.mask_input.empty()) return no_mask_dense_;
+  // A device computes a mask input's dense embedding where it decodes.
+  return decodes_on_device() ? Tensor() : prompt_encoder_.embed_dense(prompt);
+}
+
+MaskPrediction SamHeads::predict_embedded(const HeadsImage& image, const Tensor& sparse, const Tensor& mask_input,
+                                          bool multimask) const {
+  const int64_t l = config_.low_res_mask_size();
+  if (!mask_input.empty() && mask_input.shape() != Shape{1, l, l}) {
+    throw Error("mask input has shape " + shape_to_string(mask_input.shape()) + ", expected " +
+                shape_to_string({1, l, l}));
+  }
+  Prompt prompt;
+  prompt.mask_input = mask_input;
+  std::vector<MaskPrediction> results(1);
+  results[0].sparse_embeddings = sparse;
+  results[0].dense_embeddings = dense_embeddings(prompt);
+  const DecoderThreads threads;
+  return std::move(decode_embedded(image, &prompt, std::move(results), multimask, threads.count()).front());
+}
+
+std::vector<MaskPrediction> SamHeads::decode_embedded(const HeadsImage& image, const Prompt* prompts,
+                                                      std::vector<MaskPrediction> results, bool multimask,
+                                                      int threads,
+                                                      std::optional<float> skip_masks_iou_at_most) const {
+  const size_t count = results.size();
+  const bool low_rank = uses_low_rank(image, prompts[0]);
+  for (size_t g = 0; g < count; ++g) {
+    if (uses_low_rank(image, prompts[g]) != low_rank) throw Error("the prompts of one decode take one decoder");
   }
   MasksWanted wanted;
   if (multimask && skip_masks_iou_at_most) {
@@ -170,6 +197,7 @@ std::vector<MaskPrediction> SamHeads::decode(const HeadsImage& image, const Prom
       }
       r.low_res_masks =
           decoded[g].masks.rows(r.token_indices.front() - first, static_cast<int64_t>(r.token_indices.size()));
+      r.mask_tokens_out = std::move(decoded[g].mask_tokens_out);
     }
     for (const int token : r.token_indices) r.iou_predictions.push_back(all_iou[token]);
   }

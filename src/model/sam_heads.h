@@ -33,6 +33,7 @@ struct MaskPrediction {
   Tensor all_low_res_logits;           // [1, T', L, L], the mask tokens decoded, before selection: all T, or
                                      // (a multimask prediction on the CPU) 1..T-1, the only ones it selects
   int all_low_res_first_token = 0;     // the token of all_low_res_logits' first map
+  Tensor mask_tokens_out;              // [T', C]: the transformer's output rows of those mask tokens
   std::vector<float> all_iou;          // T
   std::vector<int> token_indices;      // the mask token behind each returned mask
   float stability_score_token0 = 0;   // single mask only
@@ -104,6 +105,14 @@ class SamHeads {
   // upscaling, and its low_res_masks and all_low_res_logits stay empty (its IoU
   // predictions are set, its object_score_logit is 0): the segment-everything
   // IoU filter discards such masks unread.
+  // SAM2Base._forward_sam_heads' decode of one prompt given as its sparse
+  // tokens (PromptEncoder::embed_points, model frame) and an optional mask
+  // input [1, L, L] (low-res logits): no prompt validation, no upsampling.
+  // masks stays empty, low_res_masks holds the selected logits unclamped.
+  // Error on a mask input of another shape.
+  MaskPrediction predict_embedded(const HeadsImage& image, const Tensor& sparse, const Tensor& mask_input,
+                                  bool multimask) const;
+
   std::vector<MaskPrediction> predict_batch_low_res(const HeadsImage& image,
                                                     const std::vector<Prompt>& prompts, bool multimask, int orig_w,
                                                     int orig_h,
@@ -118,6 +127,13 @@ class SamHeads {
   std::vector<MaskPrediction> decode(const HeadsImage& image, const Prompt* prompts, size_t count,
                                      bool multimask, int orig_w, int orig_h, int threads,
                                      std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
+  // The dense embedding of a prompt: no_mask_dense_, its mask input's on the
+  // CPU, empty for a mask input decoded on a device (computed there).
+  Tensor dense_embeddings(const Prompt& prompt) const;
+  // decode's decoding of prompts whose embeddings `results` holds (prompts: their mask inputs).
+  std::vector<MaskPrediction> decode_embedded(const HeadsImage& image, const Prompt* prompts,
+                                              std::vector<MaskPrediction> results, bool multimask, int threads,
+                                              std::optional<float> skip_masks_iou_at_most = std::nullopt) const;
   // decode over a batch in groups shared by `threads` workers, `then` applied to
   // each prediction (when given) on the worker that made it.
   std::vector<MaskPrediction> decode_in_groups(const HeadsImage& image, const std::vector<Prompt>& prompts,

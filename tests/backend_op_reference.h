@@ -131,4 +131,44 @@ inline Tensor windowed_attention(const Tensor& qkv, int64_t window, const Tensor
   return out;
 }
 
+// RoPE on the first `rows` rows of x [n, width]: each head's pairs (2i, 2i+1)
+// times the complex number table [period, pairs, 2] (cos, sin) of row r % period.
+inline Tensor rotary_rows(const Tensor& x, int64_t rows, const Tensor& table) {
+  const int64_t width = x.dim(-1), period = table.dim(0), pairs = table.dim(1);
+  Tensor y = x.clone();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < width; c += 2) {
+      const int64_t i = c / 2 % pairs;
+      const double re = x[r * width + c], im = x[r * width + c + 1];
+      const double cos = table[(r % period * pairs + i) * 2], sin = table[(r % period * pairs + i) * 2 + 1];
+      y[r * width + c] = static_cast<float>(re * cos - im * sin);
+      y[r * width + c + 1] = static_cast<float>(re * sin + im * cos);
+    }
+  }
+  return y;
+}
+
+// Depthwise conv, stride 1, zero padding: x [H, W, C], weight [C, 1, k, k], bias [C].
+inline Tensor depthwise_conv2d_hwc(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t padding) {
+  const int64_t height = x.dim(0), width = x.dim(1), channels = x.dim(2), kernel = weight.dim(3);
+  const int64_t out_height = height + 2 * padding - kernel + 1, out_width = width + 2 * padding - kernel + 1;
+  Tensor y({out_height, out_width, channels});
+  for (int64_t oy = 0; oy < out_height; ++oy) {
+    for (int64_t ox = 0; ox < out_width; ++ox) {
+      for (int64_t c = 0; c < channels; ++c) {
+        double sum = bias[c];
+        for (int64_t ky = 0; ky < kernel; ++ky) {
+          for (int64_t kx = 0; kx < kernel; ++kx) {
+            const int64_t iy = oy - padding + ky, ix = ox - padding + kx;
+            if (iy < 0 || iy >= height || ix < 0 || ix >= width) continue;
+            sum += static_cast<double>(x[(iy * width + ix) * channels + c]) * weight[(c * kernel + ky) * kernel + kx];
+          }
+        }
+        y[(oy * out_width + ox) * channels + c] = static_cast<float>(sum);
+      }
+    }
+  }
+  return y;
+}
+
 }  // namespace sam2rt::testing::reference

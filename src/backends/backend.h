@@ -148,6 +148,19 @@ class Backend {
   virtual void copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y,
                          int64_t y_offset, int64_t y_stride, int64_t width, int64_t rows) = 0;
 
+  // The video memory modules' own ops (docs/BACKENDS.md).
+  // Rotary position encoding (RoPEAttention) in place on the first `rows` rows
+  // of x [n, width]: each head's channels, head_dim = 2 * table.dim(1), are
+  // pairs (2i, 2i+1) taken as complex numbers and multiplied by table [period,
+  // head_dim / 2, 2] (cos, sin), row r by table row r % period (the keys of
+  // several memory frames repeat one frame's grid positions).
+  virtual void rotary_rows(DeviceTensor& x, int64_t rows, const DeviceTensor& table) = 0;
+  // Depthwise nn.Conv2d (groups = channels), stride 1, zero padding, on a
+  // channels-last map: x [H, W, C], weight [C, 1, k, k], bias [C] -> y
+  // [H + 2p - k + 1, W + 2p - k + 1, C]: the memory encoder's CXBlocks.
+  virtual void depthwise_conv2d_hwc(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                    int64_t padding, DeviceTensor& y) = 0;
+
   // Recording (device backends only; Error on the CPU).
   virtual void begin_program() = 0;
   virtual std::shared_ptr<Program> end_program() = 0;

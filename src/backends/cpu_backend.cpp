@@ -9,6 +9,7 @@
 #include "kernels/bf16.h"
 #include "kernels/conv_transpose.h"
 #include "kernels/conv2d.h"
+#include "kernels/depthwise_conv.h"
 #include "kernels/gelu.h"
 #include "kernels/decoder_rows.h"
 #include "kernels/elementwise.h"
@@ -17,6 +18,7 @@
 #include "kernels/layout.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/rotary.h"
 #include "kernels/window.h"
 #include "kernels/window_attention.h"
 
@@ -381,6 +383,32 @@ void CpuBackend::copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_st
   for (int64_t r = 0; r < rows; ++r) {
     std::copy_n(f32_data(x) + x_offset + r * x_stride, width, f32_data(y) + y_offset + r * y_stride);
   }
+}
+
+void CpuBackend::rotary_rows(DeviceTensor& x, int64_t rows, const DeviceTensor& table) {
+  ++ops_;
+  const int64_t width = x.dim(-1);
+  if (table.rank() != 3 || table.dim(2) != 2 || table.dim(1) < 1 || width % (2 * table.dim(1)) != 0 || rows < 0 ||
+      rows * width > x.numel()) {
+    throw Error("cpu backend: rotary_rows: " + std::to_string(rows) + " rows of " + shape_to_string(x.shape()) +
+                " do not take the table " + shape_to_string(table.shape()));
+  }
+  rotate_pairs_rows(f32_data(x), rows, width, f32_data(table), table.dim(0), table.dim(1));
+}
+
+void CpuBackend::depthwise_conv2d_hwc(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                      int64_t padding, DeviceTensor& y) {
+  ++ops_;
+  const int64_t kernel = weight.rank() == 4 ? weight.dim(3) : 0;
+  if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(1) != 1 ||
+      weight.dim(2) != kernel || bias.numel() != x.dim(2) || padding < 0 ||
+      y.shape() != Shape{x.dim(0) + 2 * padding - kernel + 1, x.dim(1) + 2 * padding - kernel + 1, x.dim(2)} ||
+      x.shares_storage_with(y)) {
+    throw Error("cpu backend: depthwise_conv2d_hwc: x " + shape_to_string(x.shape()) + ", weight " +
+                shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
+  }
+  sam2rt::depthwise_conv2d_hwc(f32_data(x), x.dim(0), x.dim(1), x.dim(2), f32_data(weight), kernel, f32_data(bias),
+                               padding, f32_data(y));
 }
 
 void CpuBackend::begin_program() { throw Error("cpu backend: runs each op when called, it records no program"); }

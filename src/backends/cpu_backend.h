@@ -66,6 +66,10 @@ class CpuBackend final : public Backend {
   void copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x_stride, DeviceTensor& y, int64_t y_offset,
                  int64_t y_stride, int64_t width, int64_t rows) override;
 
+  void rotary_rows(DeviceTensor& x, int64_t rows, const DeviceTensor& table) override;
+  void depthwise_conv2d_hwc(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                            int64_t padding, DeviceTensor& y) override;
+
   void begin_program() override;
   std::shared_ptr<Program> end_program() override;
   void run(Program& program) override;

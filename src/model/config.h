@@ -33,6 +33,52 @@ struct NeckConfig {
   double pos_temperature = 10000.0;
 };
 
+// One RoPEAttention of the memory attention (sam/transformer.py): its width,
+// heads, rotary base, the grid its frequencies were made for and, for the
+// cross-attention, the width of the memory it reads and whether the query
+// grid's frequencies repeat along the keys (one repeat per memory frame).
+struct RopeAttentionConfig {
+  int embedding_dim = 256;
+  int num_heads = 1;
+  int downsample_rate = 1;
+  double rope_theta = 10000.0;
+  std::array<int, 2> feat_sizes = {64, 64};
+  int kv_in_dim = 0;  // 0: embedding_dim, as the official None
+  bool rope_k_repeat = false;
+};
+
+// MemoryAttention and MemoryAttentionLayer (memory_attention.py). Defaults are
+// the values of every official SAM 2.1 YAML (t, s, b+, l alike).
+struct MemoryAttentionConfig {
+  int d_model = 256;
+  int num_layers = 4;
+  int dim_feedforward = 2048;
+  bool pos_enc_at_input = true;
+  bool pos_enc_at_attn = false;
+  bool pos_enc_at_cross_attn_keys = true;
+  bool pos_enc_at_cross_attn_queries = false;
+  RopeAttentionConfig self_attention;
+  RopeAttentionConfig cross_attention{.kv_in_dim = 64, .rope_k_repeat = true};
+};
+
+// MemoryEncoder with its MaskDownSampler, Fuser of CXBlocks and sine position
+// encoding (memory_encoder.py); defaults as MemoryAttentionConfig's.
+struct MemoryEncoderConfig {
+  int out_dim = 64;  // mem_dim
+  int in_dim = 256;
+  int pos_num_pos_feats = 64;
+  double pos_temperature = 10000.0;
+  int downsampler_embed_dim = 256;
+  int downsampler_kernel_size = 3;
+  int downsampler_stride = 2;
+  int downsampler_padding = 1;
+  int downsampler_total_stride = 16;
+  int fuser_num_layers = 2;
+  int fuser_dim = 256;
+  int fuser_kernel_size = 7;
+  int fuser_padding = 3;
+};
+
 // The image path of a SAM 2.1 model. Values not in the YAML (decoder sizes) are
 // the constants SAM2Base._build_sam_heads hard-codes, plus the build_sam2
 // post-processing overrides (dynamic multimask via stability).
@@ -59,10 +105,20 @@ struct ModelConfig {
   double stability_thresh = 0.98;
   float mask_threshold = 0.0f;
 
+  // The video path (SAM2Base's memory): its modules and how many memories it keeps.
+  MemoryAttentionConfig memory_attention;
+  MemoryEncoderConfig memory_encoder;
+  int num_maskmem = 7;
+  int max_obj_ptrs_in_encoder = 16;
+  double sigmoid_scale_for_mem_enc = 20.0;
+  double sigmoid_bias_for_mem_enc = -10.0;
+
   int embed_dim() const { return neck.d_model; }                       // prompt/decoder width
   int image_embedding_size() const { return image_size / backbone_stride; }
   int low_res_mask_size() const { return 4 * image_embedding_size(); }
   int num_blocks() const;
+  // The width of a memory token: the memory encoder's output (SAM2Base.mem_dim).
+  int mem_dim() const { return memory_encoder.out_dim; }
 };
 
 // Built-in presets with the values of sam2/configs/sam2.1/sam2.1_hiera_{t,s,b+,l}.yaml.
@@ -77,5 +133,8 @@ ModelConfig parse_config_yaml(const std::string& text, const std::string& origin
 // Throws Error naming the first impossible value (zero sizes, windows that do
 // not fit the stage grids, inconsistent channel lists, ...).
 void validate_config(const ModelConfig& config);
+// The same for the video path's modules (MemoryAttentionConfig, MemoryEncoderConfig,
+// num_maskmem, ...), which the image path never reads.
+void validate_memory_config(const ModelConfig& config);
 
 }  // namespace sam2rt

@@ -118,4 +118,42 @@ void validate_config(const ModelConfig& c) {
   require(t.q_pool == 3, "only q_pool 3 is supported (SAM 2.1 image path needs stride 32)");
 }
 
+void validate_memory_config(const ModelConfig& c) {
+  const MemoryAttentionConfig& a = c.memory_attention;
+  const MemoryEncoderConfig& e = c.memory_encoder;
+  const int width = c.embed_dim();
+  require(a.d_model == width, "memory_attention d_model must equal the neck's d_model");
+  require(a.num_layers > 0 && a.dim_feedforward > 0, "memory_attention needs layers and a feed-forward width");
+  for (const RopeAttentionConfig* r : {&a.self_attention, &a.cross_attention}) {
+    require(r->embedding_dim == width, "memory attention embedding_dim must equal d_model");
+    require(r->num_heads > 0 && r->downsample_rate > 0 && width % r->downsample_rate == 0,
+            "memory attention needs positive heads and a downsample rate dividing d_model");
+    const int internal = width / r->downsample_rate;
+    require(internal % r->num_heads == 0 && (internal / r->num_heads) % 4 == 0,
+            "memory attention head width must be a multiple of 4 (two axes of complex pairs)");
+    require(r->rope_theta > 0, "memory attention rope_theta must be positive");
+  }
+  require(!a.self_attention.rope_k_repeat && a.cross_attention.rope_k_repeat,
+          "memory attention: only the cross-attention repeats its rotary frequencies along the keys");
+  require(a.cross_attention.kv_in_dim == e.out_dim, "memory attention kv_in_dim must equal memory_encoder out_dim");
+  require(!a.pos_enc_at_attn && a.pos_enc_at_cross_attn_keys && !a.pos_enc_at_cross_attn_queries,
+          "memory attention position encodings: only at the cross-attention keys, as in SAM 2.1");
+  require(e.in_dim == width && e.fuser_dim == width && e.downsampler_embed_dim == width,
+          "memory_encoder in_dim, fuser dim and mask_downsampler embed_dim must equal d_model");
+  require(e.out_dim > 0 && e.out_dim <= width && width % e.out_dim == 0,
+          "memory_encoder out_dim must divide d_model (object pointers split into out_dim tokens)");
+  require(e.pos_num_pos_feats == e.out_dim, "memory_encoder position_encoding num_pos_feats must equal out_dim");
+  require(e.downsampler_stride > 1 && e.downsampler_kernel_size > 0 && e.downsampler_padding >= 0,
+          "memory_encoder mask_downsampler needs a stride above 1");
+  int layers = 0;
+  for (int s = 1; s < e.downsampler_total_stride; s *= e.downsampler_stride) ++layers;
+  int reached = 1;
+  for (int i = 0; i < layers; ++i) reached *= e.downsampler_stride;
+  require(reached == e.downsampler_total_stride && e.downsampler_total_stride == c.backbone_stride,
+          "memory_encoder mask_downsampler: total_stride must be a power of stride equal to the backbone stride");
+  require(e.fuser_num_layers >= 0 && e.fuser_kernel_size == 2 * e.fuser_padding + 1,
+          "memory_encoder fuser: kernel_size must be 2 * padding + 1 (the map keeps its size)");
+  require(c.num_maskmem > 0 && c.max_obj_ptrs_in_encoder > 1, "num_maskmem and max_obj_ptrs_in_encoder too small");
+}
+
 }  // namespace sam2rt

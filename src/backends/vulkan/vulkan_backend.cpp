@@ -361,6 +361,18 @@ void VulkanBackend::copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x
                           elements_from(y, y_offset, "copy_rows"), y_stride, width, rows);
 }
 
+// The memory modules' ops have no shaders yet: a clear refusal rather than a
+// wrong or partial result.
+void VulkanBackend::rotary_rows(DeviceTensor&, int64_t, const DeviceTensor&) {
+  throw Error("vulkan backend: rotary_rows (video memory attention) is not implemented on Vulkan yet; use --device cpu");
+}
+
+void VulkanBackend::depthwise_conv2d_hwc(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, int64_t,
+                                         DeviceTensor&) {
+  throw Error(
+      "vulkan backend: depthwise_conv2d_hwc (video memory encoder) is not implemented on Vulkan yet; use --device cpu");
+}
+
 void VulkanBackend::begin_program() {
   if (current_ != nullptr) throw Error("vulkan backend: a program is already being recorded");
   current_ = std::make_shared<VulkanProgram>(*context_);

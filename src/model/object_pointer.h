@@ -50,6 +50,9 @@ class ObjectPointerHeads {
   // num_maskmem - 1: that many frames closer to the current one). [mem_dim]
   Tensor memory_time_encoding(int64_t t_pos) const;
 
+  // no_obj_ptr [C]: the pointer of a frame where the object is absent.
+  const Tensor& no_object_pointer() const { return no_obj_ptr_; }
+
  private:
   int64_t width_, mem_dim_, num_maskmem_;
   std::vector<std::pair<Tensor, Tensor>> obj_ptr_proj_;  // (weight, bias) per layer

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "model/config.h"
+
 namespace sam2rt {
 
 // SAM2Base's tracking options and SAM2VideoPredictor's, with the values every
@@ -38,6 +40,18 @@ struct TrackingConfig {
   bool clear_non_cond_mem_around_input = false;
   bool add_all_frames_to_correct_as_cond = false;
 };
+
+// The tracking options of a model: its own memory sizes and mask scaling (the
+// YAML's num_maskmem, max_obj_ptrs_in_encoder, sigmoid_scale/bias_for_mem_enc),
+// the SAM 2.1 values for the rest.
+inline TrackingConfig tracking_config(const ModelConfig& config) {
+  TrackingConfig tracking;
+  tracking.num_maskmem = config.num_maskmem;
+  tracking.max_obj_ptrs_in_encoder = config.max_obj_ptrs_in_encoder;
+  tracking.sigmoid_scale_for_mem_enc = static_cast<float>(config.sigmoid_scale_for_mem_enc);
+  tracking.sigmoid_bias_for_mem_enc = static_cast<float>(config.sigmoid_bias_for_mem_enc);
+  return tracking;
+}
 
 // NO_OBJ_SCORE of sam2_base.py: the mask logits of an object judged absent.
 inline constexpr float kNoObjectScore = -1024.0f;

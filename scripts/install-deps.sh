@@ -9,6 +9,7 @@ packages=(
   libvulkan-volk-dev libvulkan-dev glslc   # Vulkan backend: loader opened at run time, headers, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers   # its tests: lavapipe (Vulkan on the CPU), validation layers
   libpng-dev libjpeg62-turbo-dev libexif-dev zlib1g-dev   # image codecs, EXIF orientation
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libavdevice-dev   # video files, pipes, cameras (FFmpeg)
   libyaml-cpp-dev        # official-format model configs
   nlohmann-json3-dev     # safetensors headers, JSON outputs
   libcli11-dev           # command line

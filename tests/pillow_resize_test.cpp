@@ -20,7 +20,8 @@ using Bytes = std::vector<uint8_t>;
 
 Bytes resize(const Bytes& src, int src_w, int src_h, int channels, int dst_w, int dst_h) {
   Bytes dst(static_cast<size_t>(dst_w) * dst_h * channels);
-  pillow_bilinear_resize(src.data(), src_w, src_h, channels, dst.data(), dst_w, dst_h);
+  pillow_resize(src.data(), src_w, src_h, channels, dst.data(), dst_w, dst_h,
+                PillowFilter::bilinear);
   return dst;
 }
 
@@ -143,9 +144,10 @@ TEST(PillowResize, SameSizeIsCopyAndConstantStaysConstant) {
 
 TEST(PillowResize, RejectsInvalidGeometry) {
   Bytes src(4, 0), dst(4, 0);
-  EXPECT_THROW(pillow_bilinear_resize(src.data(), 0, 1, 1, dst.data(), 1, 1), Error);
-  EXPECT_THROW(pillow_bilinear_resize(src.data(), 1, 1, 5, dst.data(), 1, 1), Error);
-  EXPECT_THROW(pillow_bilinear_resize(src.data(), 1, 1, 1, dst.data(), 1, -2), Error);
+  constexpr PillowFilter kBilinear = PillowFilter::bilinear;
+  EXPECT_THROW(pillow_resize(src.data(), 0, 1, 1, dst.data(), 1, 1, kBilinear), Error);
+  EXPECT_THROW(pillow_resize(src.data(), 1, 1, 5, dst.data(), 1, 1, kBilinear), Error);
+  EXPECT_THROW(pillow_resize(src.data(), 1, 1, 1, dst.data(), 1, -2, kBilinear), Error);
 }
 
 // The fixture goldens were made by Pillow 9.4 itself.

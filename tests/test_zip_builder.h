@@ -186,6 +186,8 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  const std::filesystem::path& path() const { return path_; }
+
   std::string write(const std::string& name, const Bytes& bytes) const {
     const auto path = path_ / name;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

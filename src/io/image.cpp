@@ -387,7 +387,7 @@ void cmyk_to_rgb(const uint8_t* stored, uint8_t* rgb) {
 }
 
 RgbImage decode_jpeg(const uint8_t* data, size_t size, const std::string& origin,
-                     int64_t max_pixels) {
+                     int64_t max_pixels, ExifOrientation orientation) {
   JpegReader reader;
   jpeg_decompress_struct& cinfo = reader.cinfo;
   if (!jpeg_guarded(reader.errors, [&] {
@@ -441,13 +441,14 @@ RgbImage decode_jpeg(const uint8_t* data, size_t size, const std::string& origin
   if (!complete) fail(origin, "the decoder stopped before the last row");
   // jpeg_finish_decompress is not called: it would only read the markers after
   // the image data, which the pixels do not depend on.
+  if (orientation == ExifOrientation::ignore) return image;
   return apply_orientation(std::move(image), jpeg_orientation(cinfo));
 }
 
 }  // namespace
 
 RgbImage decode_image_bytes(const uint8_t* data, size_t size, const std::string& origin,
-                            int64_t max_pixels) {
+                            int64_t max_pixels, ExifOrientation orientation) {
   static constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   static constexpr uint8_t kJpegSignature[3] = {0xFF, 0xD8, 0xFF};
   if (size == 0) fail(origin, "the file is empty");
@@ -455,14 +456,15 @@ RgbImage decode_image_bytes(const uint8_t* data, size_t size, const std::string&
     return decode_png(data, size, origin, max_pixels);
   }
   if (size >= 3 && std::memcmp(data, kJpegSignature, 3) == 0) {
-    return decode_jpeg(data, size, origin, max_pixels);
+    return decode_jpeg(data, size, origin, max_pixels, orientation);
   }
   fail(origin, "not a PNG or JPEG file (unrecognised signature); convert it to PNG or JPEG");
 }
 
-RgbImage decode_image_file(const std::string& path, int64_t max_pixels) {
+RgbImage decode_image_file(const std::string& path, int64_t max_pixels,
+                           ExifOrientation orientation) {
   auto file = MappedFile::open(path);
-  return decode_image_bytes(file->data(), file->size(), path, max_pixels);
+  return decode_image_bytes(file->data(), file->size(), path, max_pixels, orientation);
 }
 
 }  // namespace sam2rt

@@ -31,14 +31,40 @@ double triangle_filter(double x) {
   return x < 1.0 ? 1.0 - x : 0.0;
 }
 
-// Pillow's precompute_coeffs + normalize_coeffs_8bpc for the BILINEAR filter
-// (support 1.0) over the box (0, in_size): the same double operations in the
-// same order, so the weights and their rounding to fixed point agree exactly.
-AxisTaps bilinear_taps(int in_size, int out_size) {
+// Keys' cubic convolution kernel with a = -0.5 (Pillow's BICUBIC), each piece
+// in Horner form as Pillow evaluates it, so the doubles round alike.
+double cubic_filter(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+  return 0.0;
+}
+
+struct FilterShape {
+  double (*kernel)(double);
+  double support;  // half-width at scale 1
+};
+
+FilterShape filter_shape(PillowFilter filter) {
+  switch (filter) {
+    case PillowFilter::bilinear:
+      return {triangle_filter, 1.0};
+    case PillowFilter::bicubic:
+      return {cubic_filter, 2.0};
+  }
+  throw Error("pillow_resize: unknown filter " + std::to_string(static_cast<int>(filter)));
+}
+
+// Pillow's precompute_coeffs + normalize_coeffs_8bpc over the box (0, in_size):
+// the same double operations in the same order, so the weights and their
+// rounding to fixed point agree exactly.
+AxisTaps filter_taps(int in_size, int out_size, PillowFilter filter) {
+  const FilterShape shape = filter_shape(filter);
   // Pillow's box coordinates are float; in1 - in0 is widened to double.
   const double scale = static_cast<double>(static_cast<float>(in_size)) / out_size;
   const double filterscale = std::max(scale, 1.0);
-  const double support = 1.0 * filterscale;
+  const double support = shape.support * filterscale;
   const double inverse_filterscale = 1.0 / filterscale;
 
   AxisTaps taps;
@@ -56,7 +82,7 @@ AxisTaps bilinear_taps(int in_size, int out_size) {
     xmax -= xmin;
     double total = 0.0;
     for (int x = 0; x < xmax; ++x) {
-      k[x] = triangle_filter((x + xmin - center + 0.5) * inverse_filterscale);
+      k[x] = shape.kernel((x + xmin - center + 0.5) * inverse_filterscale);
       total += k[x];
     }
     int32_t* fixed = &taps.weights[static_cast<size_t>(xx) * taps.ksize];
@@ -125,10 +151,10 @@ void resample_vertical(const uint8_t* src, int width, int channels, const AxisTa
 
 }  // namespace
 
-void pillow_bilinear_resize(const uint8_t* src, int src_w, int src_h, int channels, uint8_t* dst,
-                            int dst_w, int dst_h) {
+void pillow_resize(const uint8_t* src, int src_w, int src_h, int channels, uint8_t* dst,
+                   int dst_w, int dst_h, PillowFilter filter) {
   if (channels < 1 || channels > 4 || src_w <= 0 || src_h <= 0 || dst_w <= 0 || dst_h <= 0) {
-    throw Error("pillow_bilinear_resize: invalid geometry " + std::to_string(src_w) + "x" +
+    throw Error("pillow_resize: invalid geometry " + std::to_string(src_w) + "x" +
                 std::to_string(src_h) + "x" + std::to_string(channels) + " -> " +
                 std::to_string(dst_w) + "x" + std::to_string(dst_h));
   }
@@ -140,10 +166,10 @@ void pillow_bilinear_resize(const uint8_t* src, int src_w, int src_h, int channe
     return;
   }
   if (!need_vertical) {
-    resample_horizontal(src, src_w, src_h, channels, bilinear_taps(src_w, dst_w), dst, dst_w);
+    resample_horizontal(src, src_w, src_h, channels, filter_taps(src_w, dst_w, filter), dst, dst_w);
     return;
   }
-  AxisTaps vertical = bilinear_taps(src_h, dst_h);
+  AxisTaps vertical = filter_taps(src_h, dst_h, filter);
   if (!need_horizontal) {
     resample_vertical(src, src_w, channels, vertical, dst, dst_h);
     return;
@@ -154,7 +180,7 @@ void pillow_bilinear_resize(const uint8_t* src, int src_w, int src_h, int channe
   for (int& first : vertical.first) first -= first_row;
   std::vector<uint8_t> intermediate(static_cast<size_t>(end_row - first_row) * dst_w * channels);
   resample_horizontal(src + static_cast<size_t>(first_row) * src_w * channels, src_w,
-                      end_row - first_row, channels, bilinear_taps(src_w, dst_w),
+                      end_row - first_row, channels, filter_taps(src_w, dst_w, filter),
                       intermediate.data(), dst_w);
   resample_vertical(intermediate.data(), dst_w, channels, vertical, dst, dst_h);
 }

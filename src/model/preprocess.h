@@ -11,4 +11,15 @@ namespace sam2rt {
 // Returns [1, 3, image_size, image_size] (NCHW).
 Tensor preprocess_image(const RgbImage& image, int image_size);
 
+// One video frame as the official SAM2VideoPredictor's loader
+// (sam2/utils/misc.py, load_video_frames_from_jpg_images with its default
+// async_loading_frames=False) prepares it, bit for bit: Pillow
+// `resize((image_size, image_size))` with its default filter for RGB images,
+// BICUBIC; numpy's uint8 / 255.0 in float64 stored into a float32 tensor; then
+// `images -= img_mean; images /= img_std` in float32 with the ImageNet mean/std.
+// Frames of video files take the same path once decoded to RGB (the official
+// loader lets decord resize inside FFmpeg instead: docs/VIDEO_FRAMES.md).
+// Returns [1, 3, image_size, image_size] (NCHW).
+Tensor preprocess_video_frame(const RgbImage& frame, int image_size);
+
 }  // namespace sam2rt

@@ -86,6 +86,19 @@ MemoryEncoder::~MemoryEncoder() = default;
 
 MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Tensor& mask_for_mem,
                                           bool object_absent) const {
+  std::lock_guard lock(backend_->run_mutex());
+  return encode_locked(pix_feat, mask_for_mem, object_absent);
+}
+
+MemoryEncoderOutput MemoryEncoder::encode(const Tensor& pix_feat, const Tensor& mask_for_mem,
+                                          bool object_absent) const {
+  // Uploaded under the same lock as the run: no other program's scratch overwrites it in between.
+  std::lock_guard lock(backend_->run_mutex());
+  return encode_locked(backend_->input(pix_feat), mask_for_mem, object_absent);
+}
+
+MemoryEncoderOutput MemoryEncoder::encode_locked(const DeviceTensor& pix_feat, const Tensor& mask_for_mem,
+                                                 bool object_absent) const {
   const MemoryEncoderConfig& e = config_.memory_encoder;
   const int64_t side = config_.image_embedding_size(), pixels = side * side, c = config_.embed_dim();
   const int64_t s = config_.image_size;
@@ -98,7 +111,6 @@ MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Te
                 shape_to_string({1, s, s}));
   }
   Backend& b = *backend_;
-  std::lock_guard lock(b.run_mutex());
   MemoryEncoderOutput result;
   const DeviceTensor mask = b.input(mask_for_mem.reshaped({1, 1, s, s}));
   DeviceTensor features = b.tensor({pixels, e.out_dim});
@@ -147,16 +159,6 @@ MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Te
   result.features = b.download(features).clone();
   result.pos_enc = position_encoding_.clone();
   return result;
-}
-
-MemoryEncoderOutput MemoryEncoder::encode(const Tensor& pix_feat, const Tensor& mask_for_mem,
-                                          bool object_absent) const {
-  DeviceTensor uploaded;
-  {
-    std::lock_guard lock(backend_->run_mutex());
-    uploaded = backend_->input(pix_feat);
-  }
-  return encode(uploaded, mask_for_mem, object_absent);
 }
 
 void round_to_bfloat16_in_place(Tensor& x) {

@@ -54,6 +54,9 @@ class MemoryEncoder {
   struct DownsampleStep;
   struct CxBlock;
 
+  // encode, the caller holding the backend's run_mutex().
+  MemoryEncoderOutput encode_locked(const DeviceTensor& pix_feat, const Tensor& mask_for_mem, bool object_absent) const;
+
   ModelConfig config_;
   std::shared_ptr<Backend> backend_;  // declared first: destroyed after everything resident on it
   std::vector<DownsampleStep> downsampler_;

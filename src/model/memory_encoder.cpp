@@ -1,5 +1,6 @@
 #include "model/memory_encoder.h"
 
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <utility>
@@ -159,6 +160,18 @@ MemoryEncoderOutput MemoryEncoder::encode_locked(const DeviceTensor& pix_feat, c
   result.features = b.download(features).clone();
   result.pos_enc = position_encoding_.clone();
   return result;
+}
+
+Tensor memory_encoder_mask(const Tensor& high_res_logits, bool binarize, const ModelConfig& config) {
+  const float scale = static_cast<float>(config.sigmoid_scale_for_mem_enc);
+  const float bias = static_cast<float>(config.sigmoid_bias_for_mem_enc);
+  Tensor mask(high_res_logits.shape());
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    const float logit = high_res_logits[i];
+    const float probability = binarize ? (logit > 0.0f ? 1.0f : 0.0f) : 1.0f / (1.0f + std::exp(-logit));
+    mask[i] = probability * scale + bias;
+  }
+  return mask;
 }
 
 void round_to_bfloat16_in_place(Tensor& x) {

@@ -1146,29 +1146,9 @@ const std::string& missing_vulkan_device() {
   return why;
 }
 
-// The ops the Vulkan backend has no shaders for yet (the video memory
-// modules'): it must refuse every case with Error, naming the op.
-const std::set<std::string>& not_yet_on_vulkan() {
-  static const std::set<std::string> ops = {"rotary_rows", "depthwise_conv2d_hwc"};
-  return ops;
-}
-
 TEST_P(VulkanBackendOps, MatchesTheReference) {
   if (!missing_vulkan_device().empty()) GTEST_SKIP() << missing_vulkan_device();
   const std::shared_ptr<VulkanBackend> vulkan = backend();
-  if (not_yet_on_vulkan().contains(GetParam())) {
-    for (const OpCase& c : op_cases()) {
-      if (c.op != GetParam()) continue;
-      SCOPED_TRACE(c.op + " " + c.arguments);
-      try {
-        c.run(*vulkan);
-        ADD_FAILURE() << "an op without a shader was not refused";
-      } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(c.op), std::string::npos) << e.what();
-      }
-    }
-    return;
-  }
   check_op(*vulkan, GetParam(), false, true);
 }
 #else

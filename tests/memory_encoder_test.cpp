@@ -119,13 +119,7 @@ void expect_module_goldens(const std::string& name) {
   EXPECT_LE(pos_error, 1e-4);
 
   const Tensor logits = recipe("video.me.high_res_logits", {1, s, s}, 20.0);
-  const float scale = static_cast<float>(config.sigmoid_scale_for_mem_enc);
-  const float bias = static_cast<float>(config.sigmoid_bias_for_mem_enc);
-  Tensor binarized(logits.shape()), soft(logits.shape());
-  for (int64_t i = 0; i < logits.numel(); ++i) {
-    binarized[i] = (logits[i] > 0.0f ? 1.0f : 0.0f) * scale + bias;
-    soft[i] = 1.0f / (1.0f + std::exp(-logits[i])) * scale + bias;
-  }
+  const Tensor binarized = memory_encoder_mask(logits, true, config), soft = memory_encoder_mask(logits, false, config);
   const double present_error = max_abs_error_to_golden(encoder.encode(pix_feat, binarized, false).features, *g,
                                                        "enc.pts_present.maskmem_features");
   const double absent_error =

@@ -125,6 +125,22 @@ void MemoryAttention::attend_onto(const RopeAttention& attention, const DeviceTe
 
 void MemoryAttention::forward(const DeviceTensor& curr, const Tensor& curr_pos, const Tensor& memory,
                               const Tensor& memory_pos, int64_t num_obj_ptr_tokens, DeviceTensor& out) const {
+  std::lock_guard lock(backend_->run_mutex());
+  forward_locked(curr, curr_pos, memory, memory_pos, num_obj_ptr_tokens, out);
+}
+
+Tensor MemoryAttention::forward(const Tensor& curr, const Tensor& curr_pos, const Tensor& memory,
+                                const Tensor& memory_pos, int64_t num_obj_ptr_tokens) const {
+  const int64_t side = config_.image_embedding_size(), c = config_.embed_dim();
+  // Uploaded, run and downloaded under one lock: no other program's scratch overwrites them in between.
+  std::lock_guard lock(backend_->run_mutex());
+  DeviceTensor out = backend_->tensor({side * side, c});
+  forward_locked(backend_->input(curr), curr_pos, memory, memory_pos, num_obj_ptr_tokens, out);
+  return backend_->download(out).clone();
+}
+
+void MemoryAttention::forward_locked(const DeviceTensor& curr, const Tensor& curr_pos, const Tensor& memory,
+                                     const Tensor& memory_pos, int64_t num_obj_ptr_tokens, DeviceTensor& out) const {
   const int64_t side = config_.image_embedding_size(), pixels = side * side, c = config_.embed_dim();
   const int64_t mem_dim = config_.mem_dim();
   auto check_rows = [](const char* name, int64_t numel, int64_t last, int64_t rows, int64_t width, const Shape& shape) {
@@ -150,7 +166,6 @@ void MemoryAttention::forward(const DeviceTensor& curr, const Tensor& curr_pos, 
   for (int64_t i = 0; i < scaled_pos.numel(); ++i) scaled_pos[i] = kInputPositionScale * curr_pos[i];
 
   Backend& b = *backend_;
-  std::lock_guard lock(b.run_mutex());
   const DeviceTensor position = b.input(scaled_pos), memory_rows = b.input(memory.reshaped({m, mem_dim})),
                      memory_position = b.input(memory_pos.reshaped({m, mem_dim}));
   run_once(b, [&] {
@@ -172,20 +187,6 @@ void MemoryAttention::forward(const DeviceTensor& curr, const Tensor& curr_pos, 
     }
     b.layer_norm_rows(x, norm_weight_, norm_bias_, kLayerNormEps, out);
   });
-}
-
-Tensor MemoryAttention::forward(const Tensor& curr, const Tensor& curr_pos, const Tensor& memory,
-                                const Tensor& memory_pos, int64_t num_obj_ptr_tokens) const {
-  const int64_t side = config_.image_embedding_size(), c = config_.embed_dim();
-  DeviceTensor uploaded, out;
-  {
-    std::lock_guard lock(backend_->run_mutex());
-    uploaded = backend_->input(curr);
-    out = backend_->tensor({side * side, c});
-  }
-  forward(uploaded, curr_pos, memory, memory_pos, num_obj_ptr_tokens, out);
-  std::lock_guard lock(backend_->run_mutex());
-  return backend_->download(out).clone();
 }
 
 }  // namespace sam2rt

@@ -57,6 +57,9 @@ class MemoryAttention {
 
   // One RoPEAttention: q_in [nq, C] against k_in, v_in [nk, kv_in_dim], the
   // first `rotated_keys` keys rotated; its output projection added onto x.
+  // forward, the caller holding the backend's run_mutex().
+  void forward_locked(const DeviceTensor& curr, const Tensor& curr_pos, const Tensor& memory, const Tensor& memory_pos,
+                      int64_t num_obj_ptr_tokens, DeviceTensor& out) const;
   void attend_onto(const RopeAttention& attention, const DeviceTensor& q_in, const DeviceTensor& k_in,
                    const DeviceTensor& v_in, int64_t rotated_keys, DeviceTensor& x) const;
 

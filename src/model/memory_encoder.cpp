@@ -1,5 +1,6 @@
 #include "model/memory_encoder.h"
 
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <utility>
@@ -86,6 +87,19 @@ MemoryEncoder::~MemoryEncoder() = default;
 
 MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Tensor& mask_for_mem,
                                           bool object_absent) const {
+  std::lock_guard lock(backend_->run_mutex());
+  return encode_locked(pix_feat, mask_for_mem, object_absent);
+}
+
+MemoryEncoderOutput MemoryEncoder::encode(const Tensor& pix_feat, const Tensor& mask_for_mem,
+                                          bool object_absent) const {
+  // Uploaded under the same lock as the run: no other program's scratch overwrites it in between.
+  std::lock_guard lock(backend_->run_mutex());
+  return encode_locked(backend_->input(pix_feat), mask_for_mem, object_absent);
+}
+
+MemoryEncoderOutput MemoryEncoder::encode_locked(const DeviceTensor& pix_feat, const Tensor& mask_for_mem,
+                                                 bool object_absent) const {
   const MemoryEncoderConfig& e = config_.memory_encoder;
   const int64_t side = config_.image_embedding_size(), pixels = side * side, c = config_.embed_dim();
   const int64_t s = config_.image_size;
@@ -98,7 +112,6 @@ MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Te
                 shape_to_string({1, s, s}));
   }
   Backend& b = *backend_;
-  std::lock_guard lock(b.run_mutex());
   MemoryEncoderOutput result;
   const DeviceTensor mask = b.input(mask_for_mem.reshaped({1, 1, s, s}));
   DeviceTensor features = b.tensor({pixels, e.out_dim});
@@ -149,14 +162,16 @@ MemoryEncoderOutput MemoryEncoder::encode(const DeviceTensor& pix_feat, const Te
   return result;
 }
 
-MemoryEncoderOutput MemoryEncoder::encode(const Tensor& pix_feat, const Tensor& mask_for_mem,
-                                          bool object_absent) const {
-  DeviceTensor uploaded;
-  {
-    std::lock_guard lock(backend_->run_mutex());
-    uploaded = backend_->input(pix_feat);
+Tensor memory_encoder_mask(const Tensor& high_res_logits, bool binarize, const ModelConfig& config) {
+  const float scale = static_cast<float>(config.sigmoid_scale_for_mem_enc);
+  const float bias = static_cast<float>(config.sigmoid_bias_for_mem_enc);
+  Tensor mask(high_res_logits.shape());
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    const float logit = high_res_logits[i];
+    const float probability = binarize ? (logit > 0.0f ? 1.0f : 0.0f) : 1.0f / (1.0f + std::exp(-logit));
+    mask[i] = probability * scale + bias;
   }
-  return encode(uploaded, mask_for_mem, object_absent);
+  return mask;
 }
 
 void round_to_bfloat16_in_place(Tensor& x) {

@@ -54,6 +54,9 @@ class MemoryEncoder {
   struct DownsampleStep;
   struct CxBlock;
 
+  // encode, the caller holding the backend's run_mutex().
+  MemoryEncoderOutput encode_locked(const DeviceTensor& pix_feat, const Tensor& mask_for_mem, bool object_absent) const;
+
   ModelConfig config_;
   std::shared_ptr<Backend> backend_;  // declared first: destroyed after everything resident on it
   std::vector<DownsampleStep> downsampler_;
@@ -64,6 +67,12 @@ class MemoryEncoder {
   DeviceTensor no_obj_embed_spatial_;  // [mem_dim]; empty without one
   Tensor position_encoding_;
 };
+
+// mask_for_mem of _encode_new_memory from a frame's high-res mask logits
+// [1, S, S]: (logits > 0) as 0/1 when `binarize` (a mask from clicks, as
+// binarize_mask_from_pts_for_mem_enc), else their sigmoid; then times
+// sigmoid_scale_for_mem_enc plus sigmoid_bias_for_mem_enc, in float32.
+Tensor memory_encoder_mask(const Tensor& high_res_logits, bool binarize, const ModelConfig& config);
 
 // x rounded to bfloat16 and widened back, in place, round to nearest even (as
 // torch's .to(torch.bfloat16) on finite values; NaN stays NaN): how the

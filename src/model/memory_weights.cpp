@@ -68,6 +68,7 @@ std::vector<std::pair<std::string, Shape>> memory_module_shapes(const ModelConfi
   shapes.emplace_back("no_obj_embed_spatial", Shape{1, mem});
   for (int i = 0; i < 3; ++i) linear("obj_ptr_proj.layers." + std::to_string(i), c, c);
   linear("obj_ptr_tpos_proj", mem, c);
+  conv("mask_downsample", 1, 1, 4);  // SAM2Base's mask input -> low-res logits (_use_mask_as_output)
   return shapes;
 }
 

@@ -11,9 +11,9 @@
 
 namespace sam2rt {
 
-// Every tensor of the video path's modules (memory_attention.*,
-// memory_encoder.*, the object-pointer heads and the memory embeddings) with
-// its official shape for `config`: the state-dict keys the image path leaves out.
+// Every tensor of the video path (memory_attention.*, memory_encoder.*, the
+// object-pointer heads, the memory embeddings and mask_downsample) with its
+// official shape for `config`: the state-dict keys the image path leaves out.
 std::vector<std::pair<std::string, Shape>> memory_module_shapes(const ModelConfig& config);
 
 // Those tensors from the fixture-weight generator (synthetic_weights.h).

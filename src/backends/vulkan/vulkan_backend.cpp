@@ -361,16 +361,32 @@ void VulkanBackend::copy_rows(const DeviceTensor& x, int64_t x_offset, int64_t x
                           elements_from(y, y_offset, "copy_rows"), y_stride, width, rows);
 }
 
-// The memory modules' ops have no shaders yet: a clear refusal rather than a
-// wrong or partial result.
-void VulkanBackend::rotary_rows(DeviceTensor&, int64_t, const DeviceTensor&) {
-  throw Error("vulkan backend: rotary_rows (video memory attention) is not implemented on Vulkan yet; use --device cpu");
+void VulkanBackend::rotary_rows(DeviceTensor& x, int64_t rows, const DeviceTensor& table) {
+  const int64_t width = x.dim(-1);
+  if (table.rank() != 3 || table.dim(2) != 2 || table.dim(1) < 1 || width % (2 * table.dim(1)) != 0 || rows < 0 ||
+      rows * width > x.numel()) {
+    throw Error("vulkan backend: rotary_rows: " + std::to_string(rows) + " rows of " + shape_to_string(x.shape()) +
+                " do not take the table " + shape_to_string(table.shape()));
+  }
+  if (rows == 0) return;
+  ops_library_->rotary_rows(record("rotary_rows"), elements(x, "rotary_rows"), rows, width,
+                            elements(table, "rotary_rows"), table.dim(0), table.dim(1));
 }
 
-void VulkanBackend::depthwise_conv2d_hwc(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, int64_t,
-                                         DeviceTensor&) {
-  throw Error(
-      "vulkan backend: depthwise_conv2d_hwc (video memory encoder) is not implemented on Vulkan yet; use --device cpu");
+void VulkanBackend::depthwise_conv2d_hwc(const DeviceTensor& x, const DeviceTensor& weight, const DeviceTensor& bias,
+                                         int64_t padding, DeviceTensor& y) {
+  const int64_t kernel = weight.rank() == 4 ? weight.dim(3) : 0;
+  if (x.rank() != 3 || weight.rank() != 4 || weight.dim(0) != x.dim(2) || weight.dim(1) != 1 ||
+      weight.dim(2) != kernel || bias.numel() != x.dim(2) || padding < 0 ||
+      y.shape() != Shape{x.dim(0) + 2 * padding - kernel + 1, x.dim(1) + 2 * padding - kernel + 1, x.dim(2)} ||
+      x.shares_storage_with(y)) {
+    throw Error("vulkan backend: depthwise_conv2d_hwc: x " + shape_to_string(x.shape()) + ", weight " +
+                shape_to_string(weight.shape()) + " and y " + shape_to_string(y.shape()) + " do not match");
+  }
+  ops_library_->depthwise_conv2d_hwc(record("depthwise_conv2d_hwc"), elements(x, "depthwise_conv2d_hwc"), x.dim(0),
+                                     x.dim(1), x.dim(2), elements(weight, "depthwise_conv2d_hwc"),
+                                     elements(bias, "depthwise_conv2d_hwc"), kernel, padding,
+                                     elements(y, "depthwise_conv2d_hwc"));
 }
 
 void VulkanBackend::begin_program() {

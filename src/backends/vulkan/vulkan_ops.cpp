@@ -78,6 +78,12 @@ struct CopyRowsPush {
 struct ActivationPush {
   uint32_t count, kind, x_base;
 };
+struct RotaryPush {
+  uint32_t count, row_pairs, pairs, period, x_base, table_base;
+};
+struct DepthwiseConvPush {
+  uint32_t count, height, width, channels, kernel, padding, out_width, x_base, w_base, b_base, y_base;
+};
 
 // The shader `name` compiled for the storage of `precision` (shaders/storage.glsl).
 template <class Push>
@@ -174,7 +180,9 @@ VulkanOps::VulkanOps(const VulkanContext& context, DevicePrecision precision)
       add_periodic_(pipeline<AddPeriodicPush>(context, precision_, "add_periodic", 3)),
       conv_transpose2x2_to_hwc_(pipeline<ConvTransposePush>(context, precision_, "conv_transpose2x2_to_hwc", 5)),
       activation_(pipeline<ActivationPush>(context, precision_, "activation", 1)),
-      copy_rows_(pipeline<CopyRowsPush>(context, precision_, "copy_rows", 2)) {}
+      copy_rows_(pipeline<CopyRowsPush>(context, precision_, "copy_rows", 2)),
+      rotary_rows_(pipeline<RotaryPush>(context, precision_, "rotary_rows", 2)),
+      depthwise_conv2d_hwc_(pipeline<DepthwiseConvPush>(context, precision_, "depthwise_conv2d_hwc", 4)) {}
 
 // The range starts at the aligned byte offset at or below the elements; `base`
 // is where they start inside it, in elements (a push constant of the kernel).
@@ -592,6 +600,41 @@ void VulkanOps::copy_rows(CommandRecorder& recorder, DeviceElements x, int64_t x
   const CopyRowsPush push{u32(count, op + ": size"), u32(width, op + ": width"), xb.base,
                           u32(x_stride, op + ": x stride"), yb.base, u32(y_stride, op + ": y stride")};
   dispatch_elements(recorder, copy_rows_, {xb.range, yb.range}, push, count);
+}
+
+void VulkanOps::rotary_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t width,
+                            DeviceElements table, int64_t period, int64_t pairs) const {
+  const std::string op = "Vulkan rotary_rows";
+  if (rows < 1 || pairs < 1 || period < 1 || width % (2 * pairs) != 0) {
+    throw Error(op + ": " + std::to_string(rows) + " rows of " + std::to_string(width) + " values, " +
+                std::to_string(pairs) + " pairs per head");
+  }
+  const int64_t count = rows * width / 2;
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(rows * width), op, "x");
+  const Bound tb = bind(table, 0, static_cast<uint64_t>(period * pairs * 2), op, "table");
+  const RotaryPush push{u32(count, op + ": pairs"), u32(width / 2, op + ": row pairs"), u32(pairs, op + ": pairs"),
+                        u32(period, op + ": period"), xb.base, tb.base};
+  dispatch_elements(recorder, rotary_rows_, {xb.range, tb.range}, push, count);
+}
+
+void VulkanOps::depthwise_conv2d_hwc(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
+                                     int64_t channels, DeviceElements weight, DeviceElements bias, int64_t kernel,
+                                     int64_t padding, DeviceElements y) const {
+  const std::string op = "Vulkan depthwise_conv2d_hwc";
+  const int64_t out_height = height + 2 * padding - kernel + 1, out_width = width + 2 * padding - kernel + 1;
+  if (channels < 1 || kernel < 1 || padding < 0 || out_height < 1 || out_width < 1) {
+    throw Error(op + ": empty map or output");
+  }
+  const int64_t count = out_height * out_width * channels;
+  const Bound xb = bind(x, 0, static_cast<uint64_t>(height * width * channels), op, "x");
+  const Bound wb = bind(weight, 0, static_cast<uint64_t>(channels * kernel * kernel), op, "weight");
+  const Bound bb = bind(bias, 0, static_cast<uint64_t>(channels), op, "bias");
+  const Bound yb = bind(y, 0, static_cast<uint64_t>(count), op, "y");
+  const DepthwiseConvPush push{u32(count, op + ": size"), u32(height, op + ": height"), u32(width, op + ": width"),
+                               u32(channels, op + ": channels"), u32(kernel, op + ": kernel"),
+                               u32(padding, op + ": padding"), u32(out_width, op + ": out width"),
+                               xb.base, wb.base, bb.base, yb.base};
+  dispatch_elements(recorder, depthwise_conv2d_hwc_, {xb.range, wb.range, bb.range, yb.range}, push, count);
 }
 
 }  // namespace sam2rt

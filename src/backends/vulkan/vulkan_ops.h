@@ -153,6 +153,15 @@ class VulkanOps {
   // every prompt of a batch gathered or scattered in one dispatch.
   void copy_rows(CommandRecorder& recorder, DeviceElements x, int64_t x_stride, DeviceElements y, int64_t y_stride,
                  int64_t width, int64_t rows) const;
+  // rotate_pairs_rows in place on x [rows, width]: each head's value pairs
+  // times table [period, pairs, 2] (cos, sin), row r by table row r % period.
+  void rotary_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t width, DeviceElements table,
+                   int64_t period, int64_t pairs) const;
+  // depthwise_conv2d_hwc: x [height, width, channels], weight [channels, 1,
+  // kernel, kernel], bias [channels], stride 1, zero padding -> y [OH, OW, channels].
+  void depthwise_conv2d_hwc(CommandRecorder& recorder, DeviceElements x, int64_t height, int64_t width,
+                            int64_t channels, DeviceElements weight, DeviceElements bias, int64_t kernel,
+                            int64_t padding, DeviceElements y) const;
 
  private:
   // A kernel's binding of elements [first, first + count) of an operand.
@@ -183,7 +192,7 @@ class VulkanOps {
   ComputePipeline matmul_, matmul_16x1_, matmul_16x2_, matmul_16x4_, matmul_16x8_, matmul_tiled_, layer_norm_rows_,
       softmax_rows_, attention_, attention_tiled_, attention_narrow_, windowed_attention_, max_pool2x2_,
       add_upsampled_nearest2x_, hwc_to_nchw_, conv2d_to_hwc_, add_periodic_, conv_transpose2x2_to_hwc_, activation_,
-      copy_rows_;
+      copy_rows_, rotary_rows_, depthwise_conv2d_hwc_;
 };
 
 }  // namespace sam2rt

@@ -330,6 +330,19 @@ if __name__ == "__main__":
     ap.add_argument("--sam2", required=True, help="facebookresearch/sam2 checkout (folder holding sam2/)")
     args = ap.parse_args()
     print("generator: %d check entries, %d manifest keys agree" % check_generator())
+    install(args.sam2)
+    import torch
+    from sam2.utils.misc import fill_holes_in_mask_scores
+
+    # patch 3 through the official caller: an 8-pixel hole is filled, a 9-pixel one is not, and
+    # two diagonal neighbours form one component (8-connectivity)
+    m = torch.ones(1, 1, 12, 12)
+    m[0, 0, 1:3, 1:5] = -1
+    m[0, 0, 5:8, 1:4] = -1
+    m[0, 0, 9, 9] = m[0, 0, 10, 10] = -1
+    filled = fill_holes_in_mask_scores(m, 8)[0, 0] == 0.1
+    assert filled.sum() == 10 and filled[1:3, 1:5].all() and filled[9, 9] and filled[10, 10]
+    print("hole filling: CPU connected components ok")
     for c in ("micro", "tiny"):
         m = build_video_predictor(args.sam2, c)
         print(c, type(m).__name__, "params", sum(p.numel() for p in m.state_dict().values()),

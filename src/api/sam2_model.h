@@ -18,10 +18,13 @@ class Sam2Model {
  public:
   // The image encoder and the mask decoder (every prompt) run
   // on `backend` (the CPU when null).
-  static std::shared_ptr<const Sam2Model> load(const ModelSource& source, std::shared_ptr<Backend> backend = nullptr);
+  // Generated weights are the image path's unless `video` asks for the video
+  // modules' too (a checkpoint has them all).
+  static std::shared_ptr<const Sam2Model> load(const ModelSource& source, std::shared_ptr<Backend> backend = nullptr,
+                                               bool video = false);
   // The weights `source` names: generated (synthetic) or read from its checkpoint
   // (memory-mapped where the format allows). load() is this plus the constructor.
-  static WeightMap load_weights(const ModelSource& source, const ModelConfig& config);
+  static WeightMap load_weights(const ModelSource& source, const ModelConfig& config, bool video = false);
   Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend = nullptr);
 
   const ModelConfig& config() const { return config_; }

@@ -11,6 +11,7 @@
 #include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "commands.h"
+#include "bench_video.h"
 #include "compute_thread_placement.h"
 #include "core/tensor_compare.h"
 #include "io/atomic_file.h"
@@ -442,7 +443,21 @@ void register_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--stability-score-thresh", amg.stability_score_thresh, "segment-everything stability filter")
       ->capture_default_str();
-  sub->callback([command] {
+  auto video = std::make_shared<VideoBench>();
+  sub->add_option("--video", video->video_path,
+                  "time video tracking instead: a folder of JPEG frames or a video file (one object, a click on "
+                  "frame 0, tracked through the video; --warmup frames untimed)")
+      ->check(CLI::ExistingPath);
+  sub->add_option("--video-point", video->point, "the click on frame 0 as X,Y in the video's pixels (default: centre)");
+  sub->add_option("--video-frames", video->frames, "track at most this many frames (default: the whole video)")
+      ->check(CLI::Range(0, 1000000));
+  sub->callback([command, video] {
+    if (!video->video_path.empty()) {
+      video->warmup = command->warmup;
+      video->json_path = command->json_path;
+      video->run(command->model);
+      return;
+    }
     validate_amg_params(command->everything);
     command->run();
   });

@@ -85,7 +85,7 @@ ModelSource ModelOptions::source() const {
   return source;
 }
 
-std::shared_ptr<const Sam2Model> ModelOptions::load() const {
+std::shared_ptr<const Sam2Model> ModelOptions::load(bool video) const {
   encoder_precision();  // refuse a precision this CPU cannot run before loading anything
   if (threads > 0) omp_set_num_threads(threads);
   if (pins_compute_threads()) place_compute_threads(threads);
@@ -94,7 +94,7 @@ std::shared_ptr<const Sam2Model> ModelOptions::load() const {
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Sam2Model> model;
   if (src.synthetic_salt) {
-    model = Sam2Model::load(src, std::move(encoder_backend));
+    model = Sam2Model::load(src, std::move(encoder_backend), video);
   } else {
     WeightMap weights = load_checkpoint(src.checkpoint_path);
     std::string detection;

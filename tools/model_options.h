@@ -50,8 +50,9 @@ struct ModelOptions {
   DevicePrecision device_precision() const;
   // Applies --threads (and the thread placement), loads and validates the model; prints what was loaded (the
   // variant detected from the checkpoint, and a warning that synthetic weights
-  // give meaningless masks) to stderr.
-  std::shared_ptr<const Sam2Model> load() const;
+  // give meaningless masks) to stderr. `video`: generated weights include the
+  // video modules' (Sam2Model::load).
+  std::shared_ptr<const Sam2Model> load(bool video = false) const;
 };
 
 double milliseconds_since(const std::chrono::steady_clock::time_point& start);

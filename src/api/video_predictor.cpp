@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "kernels/antialias_resize.h"
 #include "kernels/bilinear_resize.h"
+#include "kernels/stage_profile.h"
 #include "model/mask_postprocess.h"
 
 namespace sam2rt {
@@ -61,7 +62,11 @@ void VideoPredictor::check_frame(int64_t frame_idx) const {
 const FrameFeatures& VideoPredictor::frame_features(int64_t frame_idx) {
   if (cached_features_ && cached_features_->first == frame_idx) return cached_features_->second;
   cached_features_.reset();
-  const Tensor image = frames_.load(frame_idx);
+  Tensor image;
+  {
+    ScopedStage stage("video: frame read + preprocess");
+    image = frames_.load(frame_idx);
+  }
   const EncoderOutputs encoded = model_->encoder().encode(image, frame_encode_options());
   cached_features_.emplace(frame_idx, tracker_.frame_features(encoded));
   return cached_features_->second;
@@ -213,6 +218,7 @@ VideoFrameMasks VideoPredictor::consolidated_masks(int64_t frame_idx, bool is_co
 }
 
 Tensor VideoPredictor::video_res_masks(const std::vector<const Tensor*>& low_res) {
+  ScopedStage stage("video: masks to the video's size");
   const int64_t h = frames_.height, w = frames_.width, n = static_cast<int64_t>(low_res.size());
   Tensor masks({n, 1, h, w});
   for (int64_t i = 0; i < n; ++i) {

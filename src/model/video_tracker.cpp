@@ -10,6 +10,7 @@
 #include "kernels/bilinear_resize.h"
 #include "kernels/layout.h"
 #include "kernels/patch_conv.h"
+#include "kernels/stage_profile.h"
 
 namespace sam2rt {
 
@@ -100,6 +101,7 @@ Tensor VideoTracker::memory_conditioned_features(const FrameFeatures& frame, int
       for (int64_t k = 0; k < c; ++k) pix[r * c + k] += no_mem_embed_[k];
     return pix;
   }
+  ScopedStage stage("video: memory attention");
   const MemorySelection selection = select_memories(outputs, frame_idx, num_frames, reverse, tracking_);
   const int64_t pixels = memory_pos_enc_.dim(0), mem_dim = memory_pos_enc_.dim(1);
   ObjectPointerTokens pointers;
@@ -138,6 +140,7 @@ Tensor VideoTracker::memory_conditioned_features(const FrameFeatures& frame, int
 TrackStepOutput VideoTracker::forward_sam_heads(const FrameFeatures& frame, const Tensor& image_embed,
                                                 const std::vector<PromptEncoder::ModelPoint>& points,
                                                 const Tensor& mask_input, bool multimask) const {
+  ScopedStage stage("video: SAM heads");
   const int64_t e = config_.image_embedding_size(), l = config_.low_res_mask_size(), s = config_.image_size;
   const DecoderFeatures features{.image_embed = nchw_of(image_embed, e),
                                  .feat_s1 = frame.decoder.feat_s1,
@@ -200,6 +203,7 @@ TrackStepOutput VideoTracker::use_mask_as_output(const FrameFeatures& frame, con
 
 Tensor VideoTracker::encode_memory(const FrameFeatures& frame, const Tensor& high_res_masks,
                                    float object_score_logit, bool is_mask_from_pts) const {
+  ScopedStage stage("video: memory encoder");
   // The mask the memory encoder reads: binarized (a prompted frame's), else
   // its sigmoid; then scaled and shifted.
   Tensor mask_for_mem = high_res_masks.clone();

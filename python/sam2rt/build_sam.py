@@ -30,18 +30,33 @@ HF_MODEL_ID_TO_FILENAMES = {
     "facebook/sam2.1-hiera-large": ("configs/sam2.1/sam2.1_hiera_l.yaml", "sam2.1_hiera_large.pt"),
 }
 
-# The only hydra overrides that touch the image path: the mask decoder's choice
-# between token 0 and the best multimask token when multimask_output=False.
-_DECODER_ARGS = "model.sam_mask_decoder_extra_args."
+# The hydra overrides sam2rt honours (under "model."), with their defaults. The
+# image path reads only the mask decoder's choice between token 0 and the best
+# multimask token when multimask_output=False; video tracking also reads the
+# memory encoder's binarization and SAM2VideoPredictor's options.
+_DECODER_ARGS = "sam_mask_decoder_extra_args."
 _DECODER_DEFAULTS = {
-    "dynamic_multimask_via_stability": False,
-    "dynamic_multimask_stability_delta": 0.05,
-    "dynamic_multimask_stability_thresh": 0.98,
+    _DECODER_ARGS + "dynamic_multimask_via_stability": False,
+    _DECODER_ARGS + "dynamic_multimask_stability_delta": 0.05,
+    _DECODER_ARGS + "dynamic_multimask_stability_thresh": 0.98,
+}
+_VIDEO_DEFAULTS = {
+    **_DECODER_DEFAULTS,
+    "binarize_mask_from_pts_for_mem_enc": False,
+    "fill_hole_area": 0,
+    "non_overlap_masks": False,
+    "clear_non_cond_mem_around_input": False,
+    "add_all_frames_to_correct_as_cond": False,
 }
 _POSTPROCESSING_OVERRIDES = [
     "++model.sam_mask_decoder_extra_args.dynamic_multimask_via_stability=true",
     "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_delta=0.05",
     "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_thresh=0.98",
+]
+# What build_sam2_video_predictor's apply_postprocessing adds to the above.
+_VIDEO_POSTPROCESSING_OVERRIDES = [
+    "++model.binarize_mask_from_pts_for_mem_enc=true",
+    "++model.fill_hole_area=8",
 ]
 
 
@@ -101,8 +116,16 @@ def _parse_float(text, item):
         raise ValueError(f"hydra override {item!r}: expected a number") from None
 
 
-def _decoder_settings(overrides):
-    settings = dict(_DECODER_DEFAULTS)
+def _parse_int(text, item):
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"hydra override {item!r}: expected an integer") from None
+
+
+def _override_settings(overrides, defaults):
+    """The settings of `defaults` (keys under "model.") with the hydra overrides applied."""
+    settings = dict(defaults)
     if isinstance(overrides, str):
         raise ValueError("hydra_overrides_extra must be a list of strings, not a string")
     for item in overrides:
@@ -110,12 +133,15 @@ def _decoder_settings(overrides):
             raise ValueError(f"hydra override {item!r} is not of the form key=value")
         key, value = item.split("=", 1)
         key = key.lstrip("+")
-        field = key[len(_DECODER_ARGS):] if key.startswith(_DECODER_ARGS) else None
+        field = key[len("model."):] if key.startswith("model.") else None
         if field not in settings:
-            supported = ", ".join(_DECODER_ARGS + f for f in settings)
+            supported = ", ".join("model." + f for f in settings)
             raise ValueError(f"hydra override {item!r} is not supported by sam2rt (supported: {supported})")
-        if field == "dynamic_multimask_via_stability":
+        default = defaults[field]
+        if isinstance(default, bool):
             settings[field] = _parse_bool(value, item)
+        elif isinstance(default, int):
+            settings[field] = _parse_int(value, item)
         else:
             settings[field] = _parse_float(value, item)
     return settings
@@ -158,13 +184,18 @@ def build_sam2(
     prompt, mask inputs included) on a GPU through Vulkan (the prompt encoder and the upscaling
     of the masks to the image stay on the CPU).
     """
-    device = _check_device(device)
-    if mode != "eval":
-        raise ValueError(f"mode {mode!r} is not supported: sam2rt is inference-only (mode='eval')")
     overrides = list(hydra_overrides_extra)
     if apply_postprocessing:
         overrides += _POSTPROCESSING_OVERRIDES
-    settings = _decoder_settings(overrides)
+    settings = _override_settings(overrides, _DECODER_DEFAULTS)
+    return _load_model(config_file, ckpt_path, device, mode, settings, synthetic_weights)
+
+
+def _load_model(config_file, ckpt_path, device, mode, settings, synthetic_weights):
+    """The SAM2Model of build_sam2 and build_sam2_video_predictor, with the mask decoder's settings."""
+    device = _check_device(device)
+    if mode != "eval":
+        raise ValueError(f"mode {mode!r} is not supported: sam2rt is inference-only (mode='eval')")
     variant, config_path = _resolve_config(config_file)
     if ckpt_path is None and synthetic_weights is None:
         raise ValueError(
@@ -187,12 +218,50 @@ def build_sam2(
         config_path,
         checkpoint,
         salt,
-        settings["dynamic_multimask_via_stability"],
-        settings["dynamic_multimask_stability_delta"],
-        settings["dynamic_multimask_stability_thresh"],
+        settings[_DECODER_ARGS + "dynamic_multimask_via_stability"],
+        settings[_DECODER_ARGS + "dynamic_multimask_stability_delta"],
+        settings[_DECODER_ARGS + "dynamic_multimask_stability_thresh"],
         device,
     )
     return SAM2Model(core, os.fspath(config_file), device)
+
+
+def build_sam2_video_predictor(
+    config_file,
+    ckpt_path=None,
+    device="cpu",
+    mode="eval",
+    hydra_overrides_extra=[],
+    apply_postprocessing=True,
+    vos_optimized=False,
+    synthetic_weights=None,
+    **kwargs,
+):
+    """Loads a SAM 2.1 model as a SAM2VideoPredictor, as the official build_sam2_video_predictor.
+
+    The arguments are build_sam2's. apply_postprocessing also binarizes the memory of
+    frames prompted with points and fills mask holes of up to 8 low-res pixels, as the
+    official one does; the hydra overrides ``model.binarize_mask_from_pts_for_mem_enc``,
+    ``model.fill_hole_area``, ``model.non_overlap_masks``, ``model.clear_non_cond_mem_around_input``
+    and ``model.add_all_frames_to_correct_as_cond`` set the tracking options.
+    vos_optimized=True (the official SAM2VideoPredictorVOS, which compiles the model with
+    torch.compile) tracks the same way. Other keyword arguments are ignored, as officially.
+    """
+    from .sam2_video_predictor import SAM2VideoPredictor
+
+    overrides = list(hydra_overrides_extra)
+    if apply_postprocessing:
+        overrides += _POSTPROCESSING_OVERRIDES + _VIDEO_POSTPROCESSING_OVERRIDES
+    settings = _override_settings(overrides, _VIDEO_DEFAULTS)
+    model = _load_model(config_file, ckpt_path, device, mode, settings, synthetic_weights)
+    return SAM2VideoPredictor(
+        model,
+        fill_hole_area=settings["fill_hole_area"],
+        non_overlap_masks=settings["non_overlap_masks"],
+        clear_non_cond_mem_around_input=settings["clear_non_cond_mem_around_input"],
+        add_all_frames_to_correct_as_cond=settings["add_all_frames_to_correct_as_cond"],
+        binarize_mask_from_pts_for_mem_enc=settings["binarize_mask_from_pts_for_mem_enc"],
+    )
 
 
 def _hugging_face_cache():
@@ -236,3 +305,9 @@ def build_sam2_hf(model_id, **kwargs):
     """build_sam2 on a checkpoint from the local Hugging Face cache (see find_in_hugging_face_cache)."""
     config_name, ckpt_path = find_in_hugging_face_cache(model_id)
     return build_sam2(config_file=config_name, ckpt_path=ckpt_path, **kwargs)
+
+
+def build_sam2_video_predictor_hf(model_id, **kwargs):
+    """build_sam2_video_predictor on a checkpoint from the local Hugging Face cache."""
+    config_name, ckpt_path = find_in_hugging_face_cache(model_id)
+    return build_sam2_video_predictor(config_file=config_name, ckpt_path=ckpt_path, **kwargs)

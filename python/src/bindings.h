@@ -12,5 +12,6 @@ void bind_predictor(pybind11::module_& module);
 void bind_automatic_mask_generator(pybind11::module_& module);
 void bind_batch(pybind11::module_& module);
 void bind_coco_dataset(pybind11::module_& module);
+void bind_video_predictor(pybind11::module_& module);
 
 }  // namespace sam2rt::python

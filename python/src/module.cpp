@@ -15,4 +15,5 @@ PYBIND11_MODULE(_sam2rt, module) {
   sam2rt::python::bind_automatic_mask_generator(module);
   sam2rt::python::bind_batch(module);
   sam2rt::python::bind_coco_dataset(module);
+  sam2rt::python::bind_video_predictor(module);
 }

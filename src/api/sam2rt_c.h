@@ -143,6 +143,60 @@ int sam2rt_amg_result_get(const sam2rt_amg_result* result, int64_t index, sam2rt
 int sam2rt_amg_result_decode_mask(const sam2rt_amg_result* result, int64_t index, uint8_t* mask, int64_t mask_bytes);
 void sam2rt_amg_result_free(sam2rt_amg_result* result);
 
+/* ---- Video tracking (SAM2VideoPredictor) ---- */
+
+typedef struct sam2rt_video sam2rt_video;
+
+/* The masks of every object on one frame, as SAM2VideoPredictor returns them. */
+typedef struct sam2rt_video_masks {
+  int64_t frame_idx;
+  int32_t num_objects;  /* N: every object prompted so far, in the order of their first prompt */
+  int32_t width;        /* the video's width */
+  int32_t height;       /* the video's height */
+  int64_t* obj_ids;     /* [N] */
+  float* logits;        /* video_res_masks [N, height, width]; an object's mask is logits > 0 */
+} sam2rt_video_masks;
+
+/* Called on the propagating thread for every tracked frame, in tracking order; masks
+ * belong to the library and are valid during the call only. Return 0 to go on,
+ * nonzero to stop the propagation there (sam2rt_video_propagate then returns 0). */
+typedef int (*sam2rt_video_frame_callback)(const sam2rt_video_masks* masks, void* user_data);
+
+/* init_state(video_path): video_path is a folder of JPEG frames (named by their index,
+ * as the official loader reads them) or a video file FFmpeg reads. Frame 0 is encoded
+ * now, the others when tracking reaches them. The tracking options are those of
+ * build_sam2_video_predictor with apply_postprocessing. The session holds its own
+ * reference to the model; one thread at a time may use it. */
+sam2rt_video* sam2rt_video_new(const sam2rt_model* model, const char* video_path);
+void sam2rt_video_free(sam2rt_video* video);
+/* The video's frame count and size; any of the pointers may be NULL. */
+int sam2rt_video_info(const sam2rt_video* video, int64_t* num_frames, int32_t* width, int32_t* height);
+/* The ids of the objects prompted so far: writes min(*count, capacity) ids and sets *count. */
+int sam2rt_video_obj_ids(const sam2rt_video* video, int64_t* obj_ids, int32_t capacity, int32_t* count);
+/* add_new_points_or_box: points_xy num_points (x, y) pairs with labels (1 object, 0
+ * background), box NULL or (x0, y0, x1, y1); in video pixels, or divided by the video's
+ * width and height when normalize_coords is 0. On success fills *out with the frame's masks
+ * of every object; release it with sam2rt_video_masks_free. */
+int sam2rt_video_add_points_or_box(sam2rt_video* video, int64_t frame_idx, int64_t obj_id, const float* points_xy,
+                                   const int32_t* labels, int32_t num_points, const float* box,
+                                   int32_t clear_old_points, int32_t normalize_coords, sam2rt_video_masks* out);
+/* add_new_mask: mask width*height bytes, row-major, nonzero = object (any size). */
+int sam2rt_video_add_mask(sam2rt_video* video, int64_t frame_idx, int64_t obj_id, const uint8_t* mask, int32_t width,
+                          int32_t height, sam2rt_video_masks* out);
+/* propagate_in_video: start_frame_idx -1 for the first prompted frame, max_frame_num_to_track
+ * -1 for the whole video; calls on_frame for every tracked frame. */
+int sam2rt_video_propagate(sam2rt_video* video, int64_t start_frame_idx, int64_t max_frame_num_to_track,
+                           int32_t reverse, sam2rt_video_frame_callback on_frame, void* user_data);
+/* clear_all_prompts_in_frame; out NULL for need_output=False. */
+int sam2rt_video_clear_prompts_in_frame(sam2rt_video* video, int64_t frame_idx, int64_t obj_id,
+                                        sam2rt_video_masks* out);
+/* remove_object with need_output=False (sam2rt_video_obj_ids gives the remaining ids). An
+ * unknown id fails when strict is nonzero and changes nothing otherwise. */
+int sam2rt_video_remove_object(sam2rt_video* video, int64_t obj_id, int32_t strict);
+/* reset_state: every object and prompt removed; the video stays open. */
+int sam2rt_video_reset(sam2rt_video* video);
+void sam2rt_video_masks_free(sam2rt_video_masks* masks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -212,6 +212,33 @@ TEST(VideoFfmpeg, GoingBackSeeksThroughGroupsOfPicturesWithBFrames) {
   EXPECT_THROW(frames.frame(13), Error);
 }
 
+// AVI keeps no presentation timestamps; with B-frames the decoded frames'
+// stamps are not in order, so going back reopens the file and decodes from
+// the start. The frames are the same.
+TEST(VideoFfmpeg, GoingBackWithoutUsableTimestampsDecodesFromTheStart) {
+  TempDir dir;
+  const std::string path = (dir.path() / "clip.avi").string();
+  write_test_video(path, pattern_frames(5), kMpeg4WithBFrames);
+  FfmpegVideoFrames frames(path);
+  EXPECT_EQ(frames.frame_count(), 5);
+  const std::vector<RgbImage> sequential = read_all(frames);
+  ASSERT_EQ(sequential.size(), 5u);
+  for (int i = 4; i >= 0; --i) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
+}
+
+// A raw Motion JPEG stream (what a camera or `ffmpeg -f mjpeg` writes): no
+// container at all, frames counted and read backwards all the same.
+TEST(VideoFfmpeg, ReadsARawMotionJpegStream) {
+  TempDir dir;
+  const std::string path = (dir.path() / "clip.mjpeg").string();
+  write_test_video(path, pattern_frames(5), testing::kMotionJpeg);
+  FfmpegVideoFrames frames(path);
+  EXPECT_EQ(frames.frame_count(), 5);
+  const std::vector<RgbImage> sequential = read_all(frames);
+  ASSERT_EQ(sequential.size(), 5u);
+  for (int i = 4; i >= 0; --i) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
+}
+
 TEST(VideoFfmpeg, RefusesWhatIsNoVideo) {
   TempDir dir;
   const std::string empty = dir.write("empty.mkv", {});

@@ -1,8 +1,12 @@
 // Video frame sources: a folder of JPEG frames picked and ordered as the
 // official loader does, and FFmpeg's files, pipes and their failures.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -278,6 +282,54 @@ TEST(VideoFfmpeg, ReadsAPipeInOrderWithoutGoingBack) {
   }
   writer.join();
   EXPECT_EQ(failure, "");
+}
+
+// "-" reads standard input, as `some_tool | sam2rt ... --video -` would: in a
+// child process whose stdin is the pipe's read end, so the test's own stdin is
+// left alone. The child reports by exit status: 0 when every frame came back.
+TEST(VideoFfmpeg, ReadsStandardInputAsDash) {
+  TempDir dir;
+  const std::string video = (dir.path() / "clip.mkv").string();
+  const std::vector<RgbImage> written = pattern_frames(3);
+  write_test_video(video, written, kLosslessFfv1);
+  const testing::Bytes bytes = testing::read_whole_file(video);
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_ends[1]);
+    ::dup2(pipe_ends[0], STDIN_FILENO);
+    int status = 0;
+    try {
+      FfmpegVideoFrames frames("-");
+      if (frames.frame_count() != -1 || frames.origin() != "standard input") status = 2;
+      for (const RgbImage& expected : written) {
+        std::optional<RgbImage> frame = frames.next();
+        if (!frame || frame->pixels != expected.pixels) status = 3;
+      }
+      if (frames.next()) status = 4;
+    } catch (const Error&) {
+      status = 5;
+    }
+    ::_exit(status);
+  }
+  ::close(pipe_ends[0]);
+  // A child that stopped early must fail the test, not kill it with SIGPIPE.
+  const auto previous_handler = std::signal(SIGPIPE, SIG_IGN);
+  size_t written_bytes = 0;
+  while (written_bytes < bytes.size()) {
+    const ssize_t n =
+        ::write(pipe_ends[1], bytes.data() + written_bytes, bytes.size() - written_bytes);
+    if (n <= 0) break;
+    written_bytes += static_cast<size_t>(n);
+  }
+  ::close(pipe_ends[1]);
+  std::signal(SIGPIPE, previous_handler);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

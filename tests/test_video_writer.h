@@ -3,7 +3,7 @@
 // Writes small test videos with libavformat/libavcodec, so the FFmpeg reader's
 // tests need no committed video: lossless FFV1 (RGB, so every decoded
 // pixel is checkable) or lossy MPEG-4 part 2 with B-frames and short groups of
-// pictures (where going back must seek and decode forward).
+// pictures (where going back must seek and decode forward), or Motion JPEG.
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -28,6 +28,7 @@ struct TestVideoCodec {
 
 inline constexpr TestVideoCodec kLosslessFfv1{"ffv1", AV_PIX_FMT_0RGB32, 1, 0};
 inline constexpr TestVideoCodec kMpeg4WithBFrames{"mpeg4", AV_PIX_FMT_YUV420P, 4, 2};
+inline constexpr TestVideoCodec kMotionJpeg{"mjpeg", AV_PIX_FMT_YUVJ420P, 1, 0};
 
 // Frames `frames` (all of one size) at 25 fps into `path`; the container
 // follows the extension (.mkv, .avi, .nut, .mp4, ...).

@@ -1,12 +1,17 @@
 // Video frame sources: a folder of JPEG frames picked and ordered as the
 // official loader does, and FFmpeg's files, pipes and their failures.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -197,6 +202,38 @@ TEST_P(VideoFfmpegContainer, TruncatedFileIsOneClearError) {
   }
 }
 
+// Damaged bytes anywhere give frames or one Error: never a crash, a hang or
+// another exception (the sanitizer build runs this too).
+TEST_P(VideoFfmpegContainer, DamagedBytesGiveFramesOrOneError) {
+  TempDir dir;
+  const std::string path = (dir.path() / (std::string("clip.") + GetParam())).string();
+  write_test_video(path, pattern_frames(4), kLosslessFfv1);
+  const testing::Bytes original = testing::read_whole_file(path);
+  std::mt19937 random(20261206);
+  int refused = 0;
+  constexpr int kMutants = 60;
+  for (int mutant = 0; mutant < kMutants; ++mutant) {
+    testing::Bytes bytes = original;
+    const int flips = 1 + static_cast<int>(random() % 8);
+    for (int i = 0; i < flips; ++i) {
+      bytes[random() % bytes.size()] ^= static_cast<uint8_t>(1 + random() % 255);
+    }
+    const std::string damaged = dir.write(std::string("damaged.") + GetParam(), bytes);
+    try {
+      FfmpegVideoFrames frames(damaged);
+      const std::vector<RgbImage> read = read_all(frames);
+      for (const RgbImage& frame : read) {
+        EXPECT_EQ(frame.pixels.size(), static_cast<size_t>(frames.width()) * frames.height() * 3);
+      }
+      if (!read.empty()) frames.frame(0);
+    } catch (const Error& error) {
+      ++refused;
+      EXPECT_EQ(std::string(error.what()).rfind("cannot read video", 0), 0u) << error.what();
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(VideoContainers, VideoFfmpegContainer, ::testing::Values("mkv", "avi", "nut"));
 
 TEST(VideoFfmpeg, GoingBackSeeksThroughGroupsOfPicturesWithBFrames) {
@@ -210,6 +247,33 @@ TEST(VideoFfmpeg, GoingBackSeeksThroughGroupsOfPicturesWithBFrames) {
   for (int i = 12; i >= 0; --i) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
   for (int i : {7, 2, 11, 0, 12, 5}) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
   EXPECT_THROW(frames.frame(13), Error);
+}
+
+// AVI keeps no presentation timestamps; with B-frames the decoded frames'
+// stamps are not in order, so going back reopens the file and decodes from
+// the start. The frames are the same.
+TEST(VideoFfmpeg, GoingBackWithoutUsableTimestampsDecodesFromTheStart) {
+  TempDir dir;
+  const std::string path = (dir.path() / "clip.avi").string();
+  write_test_video(path, pattern_frames(5), kMpeg4WithBFrames);
+  FfmpegVideoFrames frames(path);
+  EXPECT_EQ(frames.frame_count(), 5);
+  const std::vector<RgbImage> sequential = read_all(frames);
+  ASSERT_EQ(sequential.size(), 5u);
+  for (int i = 4; i >= 0; --i) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
+}
+
+// A raw Motion JPEG stream (what a camera or `ffmpeg -f mjpeg` writes): no
+// container at all, frames counted and read backwards all the same.
+TEST(VideoFfmpeg, ReadsARawMotionJpegStream) {
+  TempDir dir;
+  const std::string path = (dir.path() / "clip.mjpeg").string();
+  write_test_video(path, pattern_frames(5), testing::kMotionJpeg);
+  FfmpegVideoFrames frames(path);
+  EXPECT_EQ(frames.frame_count(), 5);
+  const std::vector<RgbImage> sequential = read_all(frames);
+  ASSERT_EQ(sequential.size(), 5u);
+  for (int i = 4; i >= 0; --i) EXPECT_EQ(frames.frame(i).pixels, sequential[i].pixels) << i;
 }
 
 TEST(VideoFfmpeg, RefusesWhatIsNoVideo) {
@@ -251,6 +315,54 @@ TEST(VideoFfmpeg, ReadsAPipeInOrderWithoutGoingBack) {
   }
   writer.join();
   EXPECT_EQ(failure, "");
+}
+
+// "-" reads standard input, as `some_tool | sam2rt ... --video -` would: in a
+// child process whose stdin is the pipe's read end, so the test's own stdin is
+// left alone. The child reports by exit status: 0 when every frame came back.
+TEST(VideoFfmpeg, ReadsStandardInputAsDash) {
+  TempDir dir;
+  const std::string video = (dir.path() / "clip.mkv").string();
+  const std::vector<RgbImage> written = pattern_frames(3);
+  write_test_video(video, written, kLosslessFfv1);
+  const testing::Bytes bytes = testing::read_whole_file(video);
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_ends[1]);
+    ::dup2(pipe_ends[0], STDIN_FILENO);
+    int status = 0;
+    try {
+      FfmpegVideoFrames frames("-");
+      if (frames.frame_count() != -1 || frames.origin() != "standard input") status = 2;
+      for (const RgbImage& expected : written) {
+        std::optional<RgbImage> frame = frames.next();
+        if (!frame || frame->pixels != expected.pixels) status = 3;
+      }
+      if (frames.next()) status = 4;
+    } catch (const Error&) {
+      status = 5;
+    }
+    ::_exit(status);
+  }
+  ::close(pipe_ends[0]);
+  // A child that stopped early must fail the test, not kill it with SIGPIPE.
+  const auto previous_handler = std::signal(SIGPIPE, SIG_IGN);
+  size_t written_bytes = 0;
+  while (written_bytes < bytes.size()) {
+    const ssize_t n =
+        ::write(pipe_ends[1], bytes.data() + written_bytes, bytes.size() - written_bytes);
+    if (n <= 0) break;
+    written_bytes += static_cast<size_t>(n);
+  }
+  ::close(pipe_ends[1]);
+  std::signal(SIGPIPE, previous_handler);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -156,6 +156,13 @@ struct FfmpegVideoFrames::State {
     const int status = avformat_open_input(&opened, url.c_str(), forced, nullptr);
     if (status < 0) fail(ffmpeg_error_text(status));
     format.reset(opened);
+    // Only video is read: the probing below must not decode (and report the
+    // damage of) an audio or subtitle stream.
+    for (unsigned i = 0; i < format->nb_streams; ++i) {
+      if (format->streams[i]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO) {
+        format->streams[i]->discard = AVDISCARD_ALL;
+      }
+    }
     const int info = avformat_find_stream_info(format.get(), nullptr);
     if (info < 0) fail("cannot read the stream layout: " + ffmpeg_error_text(info));
 

@@ -16,7 +16,8 @@ Tensor preprocess_image(const RgbImage& image, int image_size);
 // async_loading_frames=False) prepares it, bit for bit: Pillow
 // `resize((image_size, image_size))` with its default filter for RGB images,
 // BICUBIC; numpy's uint8 / 255.0 in float64 stored into a float32 tensor; then
-// `images -= img_mean; images /= img_std` in float32 with the ImageNet mean/std.
+// `images -= img_mean; images /= img_std` in float32 with the ImageNet mean/std
+// (bit-equal to Meta's loader: tools/refgen/video/check_official_loader.py).
 // Frames of video files take the same path once decoded to RGB (the official
 // loader lets decord resize inside FFmpeg instead: docs/VIDEO_FRAMES.md).
 // Returns [1, 3, image_size, image_size] (NCHW).

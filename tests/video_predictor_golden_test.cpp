@@ -234,8 +234,10 @@ TEST_P(VideoPredictorGolden, EveryCallMatchesTheOfficialPredictor) {
   std::printf("%s: max abs logit error %.3g\n", GetParam().c_str(), replay.worst_logit_error());
 }
 
-// Tiny at 1024: the occlusion clip (the object hidden, then back) and a click.
-INSTANTIATE_TEST_SUITE_P(Tiny, VideoPredictorGolden, ::testing::Values("tiny_occlusion", "tiny_point"));
+// Tiny at 1024: the occlusion clip (the object hidden, then back), a click
+// tracked until all 7 memory slots are full, two objects (a click and a box).
+INSTANTIATE_TEST_SUITE_P(Tiny, VideoPredictorGolden,
+                         ::testing::Values("tiny_occlusion", "tiny_point", "tiny_two_objects"));
 
 INSTANTIATE_TEST_SUITE_P(Micro, VideoPredictorGolden,
                          ::testing::Values("micro_point", "micro_box", "micro_mask", "micro_two_objects",

@@ -86,6 +86,9 @@ struct VideoFileWriter::State {
       const int status = avcodec_receive_packet(codec, packet);
       if (status == AVERROR(EAGAIN) || status == AVERROR_EOF) return;
       check(status, "encoding");
+      // Every frame lasts one tick; without it MP4's edit list ends at the last frame's start and
+      // readers drop that frame.
+      packet->duration = 1;
       av_packet_rescale_ts(packet, codec->time_base, stream->time_base);
       packet->stream_index = stream->index;
       check(av_interleaved_write_frame(format, packet), "writing");

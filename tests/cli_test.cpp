@@ -66,7 +66,7 @@ TEST(Cli, HelpListsEachCommandInOneLine) {
   ScratchDir s("help");
   CliResult r = run_cli({"--help"}, s);
   EXPECT_EQ(r.exit_code, 0);
-  const std::vector<std::string> commands = {"encode", "segment", "everything", "compare", "bench", "serve", "download"};
+  const std::vector<std::string> commands = {"encode", "segment", "track", "everything", "compare", "bench", "serve", "download"};
   const std::vector<std::string> listed = lines_under(r.out, "Subcommands:");
   ASSERT_EQ(listed.size(), commands.size()) << r.out;
   for (size_t i = 0; i < commands.size(); ++i) {

@@ -189,11 +189,19 @@ struct TrackCommand {
                        [&](int64_t index) { return preprocess_video_frame(decoded.frame(index), image_size); }};
     MaskFolder folder(out_dir, !stream);
     std::unique_ptr<AtomicFile> json_file;
-    if (!json_path.empty()) json_file = std::make_unique<AtomicFile>(json_path);
+    try {
+      if (!json_path.empty()) json_file = std::make_unique<AtomicFile>(json_path);
+    } catch (const Error& e) {
+      throw Error(std::string("--json: ") + e.what());
+    }
     // Frames in order: encoded as they are tracked, or with --reverse at the end from the final masks.
     std::unique_ptr<VideoFileWriter> overlay;
     if (!overlay_video_path.empty()) {
-      overlay = std::make_unique<VideoFileWriter>(overlay_video_path, frames.width, frames.height, overlay_fps);
+      try {
+        overlay = std::make_unique<VideoFileWriter>(overlay_video_path, frames.width, frames.height, overlay_fps);
+      } catch (const Error& e) {
+        throw Error(std::string("--overlay-video: ") + e.what());
+      }
     }
 
     VideoPredictor predictor(loaded, frames, VideoPredictorOptions{.tracking = std::nullopt, .keep_all_outputs = false});
@@ -332,7 +340,7 @@ void register_track(CLI::App& app) {
   auto command = std::make_shared<TrackCommand>();
   CLI::App* sub = app.add_subcommand(
       "track",
-      "Track objects through a video from clicks, boxes or masks on any frames.\n"
+      "Track objects through a video from clicks, boxes or masks.\n"
       "Track objects through a video as SAM2VideoPredictor does: prompt objects on any frames, then propagate "
       "forward from the earliest prompted frame to the end (with --reverse, then also backward from the latest "
       "prompted frame to frame 0, the official notebook's forward-then-reverse pattern: a frame tracked by both "

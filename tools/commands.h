@@ -8,6 +8,7 @@ namespace sam2rt::cli {
 // Callbacks throw sam2rt::Error for anything the user can fix.
 void register_encode(CLI::App& app);
 void register_segment(CLI::App& app);
+void register_track(CLI::App& app);
 void register_everything(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);

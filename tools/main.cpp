@@ -60,12 +60,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "sam2rt 0.1.0");
   sam2rt::cli::register_encode(app);
   sam2rt::cli::register_segment(app);
+  sam2rt::cli::register_track(app);
   sam2rt::cli::register_everything(app);
   sam2rt::cli::register_compare(app);
   sam2rt::cli::register_bench(app);
   sam2rt::cli::register_serve(app);
   sam2rt::cli::register_download(app);
-  // Before parsing: CLI11 would answer `sam2rt track --help` with the top-level help and status 0.
+  // Before parsing: CLI11 would answer `sam2rt trak --help` with the top-level help and status 0.
   if (const auto unknown = sam2rt::cli::explain_unknown_command(app, argc, argv)) {
     return report_error(*unknown, kUsageError);
   }

@@ -14,7 +14,7 @@ std::optional<std::string> closest_name(const std::string& typed, const std::vec
 
 // A line naming the first word of the command line that is no command, with
 // "did you mean ..." and the help to read; nullopt when that word is a command
-// or there is none. Checked before parsing, so that `sam2rt track --help` is an
+// or there is none. Checked before parsing, so that `sam2rt trak --help` is an
 // error rather than the top-level help.
 std::optional<std::string> explain_unknown_command(const CLI::App& app, int argc, const char* const* argv);
 

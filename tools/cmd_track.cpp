@@ -177,7 +177,7 @@ struct TrackCommand {
     const int64_t num_frames = counted >= 0 ? counted : kStreamFrames;
     check_prompt_frames(prompts, num_frames);
 
-    auto loaded = model.load();
+    auto loaded = model.load(true);
     const int image_size = loaded->config().image_size;
     std::vector<Tensor> mask_inputs;
     for (const TrackPrompt& prompt : prompts) {

@@ -224,7 +224,7 @@ TEST(MemoryObjectPointers, HeadsMatchThePlainReference) {
 // on them, with the pointers and on the second frame alone.
 void expect_module_goldens(const std::string& name) {
   const std::optional<ModuleGoldens> g = module_goldens(name);
-  if (!g) GTEST_SKIP() << module_goldens_path(name) << " is not there yet";
+  ASSERT_TRUE(g.has_value()) << module_goldens_path(name) << " is missing (tests/video/goldens, committed)";
   const ModelConfig& config = g->config;
   const auto& tensors = g->golden.tensors;
   const int64_t side = g->side, pixels = side * side, c = config.embed_dim(), mem = config.mem_dim();
@@ -297,7 +297,7 @@ TEST(MemoryAttention, MatchesTheTinyModuleGoldens) { expect_module_goldens("tiny
 // signed distances over t_diff_max 15 and 7.
 void expect_pointer_goldens(const std::string& name) {
   const std::optional<ModuleGoldens> g = module_goldens(name);
-  if (!g) GTEST_SKIP() << module_goldens_path(name) << " is not there yet";
+  ASSERT_TRUE(g.has_value()) << module_goldens_path(name) << " is missing (tests/video/goldens, committed)";
   const auto& tensors = g->golden.tensors;
   const int64_t c = g->config.embed_dim();
   const ObjectPointerHeads heads(g->config, g->weights);

@@ -92,8 +92,8 @@ CASES = {
 # except in these cases, which run the full clip. The JSON records the arguments passed.
 TINY_FULL_LENGTH = {"point"}
 TINY_MAX_FRAMES = 4
-# The Tiny cases committed (all of CASES would take ~1.5 h here); --cases overrides.
-TINY_CASES = ["point", "occlusion", "two_objects", "mask", "correction", "reverse", "second_cond"]
+# The Tiny cases, in the order they were made (all of CASES); --cases overrides.
+TINY_CASES = ["point", "occlusion", "two_objects", "mask", "correction", "reverse", "second_cond", "leave", "box"]
 
 
 def ellipse(spec, H, W):

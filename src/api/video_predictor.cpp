@@ -359,9 +359,12 @@ VideoFrameMasks VideoPredictor::clear_all_prompts_in_frame(int64_t frame_idx, in
     object.outputs.cond.erase(it);
     object.frames_tracked.erase(frame_idx);
   }
-  bool is_cond = false;
-  for (const ObjectState& o : objects_) is_cond = is_cond || o.temp_outputs.cond.count(frame_idx) != 0;
-  return consolidated_masks(frame_idx, is_cond);
+  return consolidated_masks(frame_idx, has_temporary_cond_output(frame_idx));
+}
+
+bool VideoPredictor::has_temporary_cond_output(int64_t frame_idx) const {
+  return std::any_of(objects_.begin(), objects_.end(),
+                     [frame_idx](const ObjectState& o) { return o.temp_outputs.cond.count(frame_idx) != 0; });
 }
 
 void VideoPredictor::reset_state() {
@@ -388,26 +391,14 @@ std::pair<std::vector<int64_t>, std::vector<VideoFrameMasks>> VideoPredictor::re
   for (const auto& [frame, mask] : objects_[obj_idx].mask_inputs) input_frames.push_back(frame);
   std::sort(input_frames.begin(), input_frames.end());
   input_frames.erase(std::unique(input_frames.begin(), input_frames.end()), input_frames.end());
-  for (const int64_t frame : input_frames) {
-    ObjectState& object = objects_[obj_idx];
-    object.point_inputs.erase(frame);
-    object.mask_inputs.erase(frame);
-    object.temp_outputs.cond.erase(frame);
-    object.temp_outputs.non_cond.erase(frame);
-    if (auto cond = object.outputs.cond.find(frame); cond != object.outputs.cond.end()) {
-      object.outputs.non_cond[frame] = std::move(cond->second);
-      object.outputs.cond.erase(cond);
-      object.frames_tracked.erase(frame);
-    }
-  }
+  // The official code first clears the object's prompts frame by frame; each
+  // object's state here is its own, so dropping the object does it.
   obj_ids_.erase(it);
   objects_.erase(objects_.begin() + static_cast<std::ptrdiff_t>(obj_idx));
   std::vector<VideoFrameMasks> updated;
   if (need_output) {
     for (const int64_t frame : input_frames) {
-      bool is_cond = false;
-      for (const ObjectState& o : objects_) is_cond = is_cond || o.temp_outputs.cond.count(frame) != 0;
-      updated.push_back(consolidated_masks(frame, is_cond));
+      updated.push_back(consolidated_masks(frame, has_temporary_cond_output(frame)));
     }
   }
   return {obj_ids_, std::move(updated)};

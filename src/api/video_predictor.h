@@ -121,6 +121,8 @@ class VideoPredictor {
                                          const Tensor& prev_mask_logits = {});
   // add_new_points_or_box / add_new_mask after their inputs are stored.
   VideoFrameMasks predict_prompted_frame(size_t obj_idx, int64_t frame_idx, const FramePrompt& prompt);
+  // Whether any object has a temporary conditioning output on the frame.
+  bool has_temporary_cond_output(int64_t frame_idx) const;
   // _consolidate_temp_output_across_obj at the video's resolution, then _get_orig_video_res_output.
   VideoFrameMasks consolidated_masks(int64_t frame_idx, bool is_cond);
   // Low-res logits [objects, 1, L, L] -> the video's size (and non_overlap_masks).

@@ -7,6 +7,7 @@ video_res_masks is compared with the golden's `call{n}[.f{f}].video_res_masks.de
 
 import ctypes
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -229,8 +230,7 @@ def _c_api_propagation(library, points, labels):
 
 def test_propagation_equals_the_c_api_bit_for_bit(video_predictor):
     library = _shared_library()
-    if library is None:
-        pytest.skip("libsam2rt.so is not built beside the extension")
+    assert library is not None, "libsam2rt.so is not built beside the extension (build/)"
     points, labels = [[125.0, 85.0]], [1]
     from_c = _c_api_propagation(library, points, labels)
     state = video_predictor.init_state(PAN)
@@ -239,3 +239,26 @@ def test_propagation_equals_the_c_api_bit_for_bit(video_predictor):
     assert [(f, ids) for f, ids, _ in from_python] == [(f, ids) for f, ids, _ in from_c]
     for (_, _, got), (_, _, want) in zip(from_python, from_c):
         np.testing.assert_array_equal(got, want)
+
+
+def test_propagation_equals_sam2rt_track(video_predictor, tmp_path):
+    """The masks `sam2rt track` writes are the Python API's, pixel for pixel (micro_leave's click)."""
+    cli = Path(sam2rt.__file__).resolve().parents[2] / "sam2rt"
+    assert cli.exists(), f"{cli} is not built"
+    clip = goldens.REPO / "tests" / "video" / "clips" / "leave"
+    case = json.loads((VIDEO_GOLDENS / "micro_leave.json").read_text())
+    first = case["calls"][0]
+    (x, y), label = first["points"][0], first["labels"][0]
+    subprocess.run(
+        [str(cli), "track", "--model", str(MICRO_WEIGHTS), "--config", str(goldens.MICRO_CONFIG), "--video",
+         str(clip), "--point", f"{first['frame_idx']}:{x},{y},{label}", "--out-dir", str(tmp_path), "--quiet"],
+        check=True,
+    )
+    state = video_predictor.init_state(clip)
+    video_predictor.add_new_points_or_box(state, first["frame_idx"], 1, points=[[x, y]], labels=[label])
+    frames = list(video_predictor.propagate_in_video(state))
+    assert len(frames) == state["num_frames"]
+    for frame_idx, _, masks in frames:
+        written = goldens.read_image(tmp_path / f"{frame_idx:05d}_obj1.png")
+        written = written[..., 0] if written.ndim == 3 else written
+        np.testing.assert_array_equal(written == 255, masks[0, 0] > 0, err_msg=f"frame {frame_idx}")

@@ -40,6 +40,10 @@ VideoPredictor::VideoPredictor(std::shared_ptr<const Sam2Model> model, VideoFram
   if (frames_.num_frames <= 0) throw Error("the video has no frames");
   if (frames_.width <= 0 || frames_.height <= 0) throw Error("the video's frame size is unknown");
   if (!frames_.load) throw Error("the video has no frame reader");
+  if (tracking_.clear_non_cond_mem_around_input) {
+    throw Error("clear_non_cond_mem_around_input is not supported (the official SAM2VideoPredictor of this version "
+                "fails with it too)");
+  }
   // init_state computes frame 0's features up front.
   frame_features(0);
 }

@@ -8,7 +8,10 @@ namespace sam2rt {
 // SAM 2.1 config sets (sam2/configs/sam2.1/*.yaml) and the ones
 // build_sam2_video_predictor adds (apply_postprocessing: binarized memory
 // masks of interacted frames, holes of up to 8 low-res pixels filled). What a
-// setting means is the official docstring's; the names are its.
+// setting means is the official docstring's; the names are its. Left out:
+// soft_no_obj_ptr (false in every SAM 2.1 config) and
+// non_overlap_masks_for_mem_enc (it acts across a batch of objects, and the
+// predictor encodes each object's memory alone: a no-op).
 struct TrackingConfig {
   int num_maskmem = 7;                        // the current frame + 6 previous frames' memories
   int max_cond_frames_in_attn = -1;           // -1: every conditioning frame
@@ -30,13 +33,14 @@ struct TrackingConfig {
   bool use_signed_tpos_enc_to_obj_ptrs = true;
   bool only_obj_ptrs_in_the_past_for_eval = true;
   bool fixed_no_obj_ptr = true;
-  bool soft_no_obj_ptr = false;
   bool use_mlp_for_obj_ptr_proj = true;
-  bool non_overlap_masks_for_mem_enc = false;
 
   // SAM2VideoPredictor.
   int fill_hole_area = 8;
   bool non_overlap_masks = false;
+  // Not supported: the official predictor at 2b90b9f5 fails with it (it
+  // calls an undefined _clear_obj_non_cond_mem_around_input); VideoPredictor
+  // refuses it.
   bool clear_non_cond_mem_around_input = false;
   bool add_all_frames_to_correct_as_cond = false;
 };

@@ -449,9 +449,13 @@ void add_qkv_windowed_attention_cases(std::vector<OpCase>& cases) {
     Precision precision;
     bool bf16_products;
   };
-  // The CPU runs bands of window rows where the windows tile the rows (16 of
-  // 4), the whole grid otherwise (14); a bf16 layer with and without bf16 products.
+  // The CPU projects and attends groups of windows per thread where the windows
+  // tile the grid (16 x 12 of 4; 40 x 24: 60 windows in groups of 16, the last
+  // one 12), bands of window rows where they tile the rows only (12 x 10), the
+  // whole grid otherwise (14 x 10); a bf16 layer with and without bf16 products.
   for (const QkvCase c : {QkvCase{{16, 12, 16, 4, 2, false}, 24, Precision::fp32, false},
+                          QkvCase{{40, 24, 16, 4, 2, false}, 24, Precision::fp32, false},
+                          QkvCase{{40, 24, 16, 4, 2, true}, 24, Precision::bf16, false},
                           QkvCase{{16, 12, 16, 4, 2, true}, 24, Precision::fp32, false},
                           QkvCase{{14, 10, 16, 4, 4, false}, 24, Precision::fp32, false},
                           QkvCase{{12, 10, 16, 4, 2, true}, 24, Precision::fp32, false},

@@ -219,19 +219,28 @@ void CpuBackend::qkv_windowed_attention(const LinearHandle& qkv, const DeviceTen
     throw Error("cpu backend: qkv_windowed_attention: x holds fewer than " + std::to_string(height) + " x " +
                 std::to_string(width) + " tokens");
   }
+  if ((x.type() == ElementType::bf16) != (packed.precision() == MatmulPrecision::bf16)) {
+    throw Error("cpu backend: qkv_windowed_attention: a " +
+                std::string(packed.precision() == MatmulPrecision::bf16 ? "bf16" : "fp32") + " layer given " +
+                (x.type() == ElementType::bf16 ? "bfloat16" : "float32") + " tokens");
+  }
   Tensor result = f32(out);
-  // One row of windows at a time when the windows tile the rows (a partial
-  // last row of windows would change the q-pooled output's rows): each band's
-  // qkv is produced, attended and overwritten while it is in cache, and the
-  // whole qkv grid never exists. Every window's attention and every token's
-  // qkv are computed as on the whole grid.
+  const void* grid = x.type() == ElementType::f32 ? static_cast<const void*>(f32_data(x)) : bf16(x);
+  if (windows_tile(height, width, window)) {
+    sam2rt::qkv_windowed_attention_tiled(packed, grid, height, width, window, heads, q_pool, result, bf16_products);
+    return;
+  }
+  // Windows that overhang the grid (padded with the pad token's qkv): one row of
+  // windows at a time when the windows tile the rows (a partial last row of
+  // windows would change the q-pooled output's rows), so each band's qkv is
+  // produced, attended and overwritten while it is in cache. Every window's
+  // attention and every token's qkv are computed as on the whole grid.
   const int64_t band = height % window == 0 ? window : height;
   const int64_t out_band = q_pool ? band / 2 : band;
   const int64_t out_width = q_pool ? width / 2 : width, channels = result.dim(2);
   const size_t x_row_bytes =
       static_cast<size_t>(qkv.in_features) * (x.type() == ElementType::f32 ? sizeof(float) : sizeof(uint16_t));
-  const auto* x_bytes = x.type() == ElementType::f32 ? reinterpret_cast<const char*>(f32_data(x))
-                                                     : reinterpret_cast<const char*>(bf16(x));
+  const auto* x_bytes = static_cast<const char*>(grid);
   Tensor qkv_band = pool_.tensor({band, width, qkv.out_features});
   for (int64_t row = 0; row < height; row += band) {
     const void* band_x = x_bytes + static_cast<size_t>(row * width) * x_row_bytes;

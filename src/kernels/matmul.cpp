@@ -277,6 +277,17 @@ void PackedLinear::run_rows(const Entry& e, const void* x, int64_t rows, void* y
   thread_stream().wait();
 }
 
+void PackedLinear::forward_on_this_thread(const void* x, int64_t rows, float* y) const {
+  if (!kernels_) throw Error("linear: layer used before it was built");
+  if (rows == 0) return;
+  const Entry* chunk = nullptr;
+  {
+    std::lock_guard lock(kernels_->mutex);
+    chunk = &entry(rows, false, MatmulEpilogue::none, true);
+  }
+  run_rows(*chunk, x, rows, y, false);
+}
+
 void PackedLinear::forward(const float* x, int64_t rows, float* y, MatmulEpilogue epilogue) const {
   if (precision_ != MatmulPrecision::fp32) throw Error("linear: a bf16 layer needs bfloat16 input");
   run(x, rows, y, false, epilogue);

@@ -45,6 +45,10 @@ class PackedLinear {
   void forward(const float* x, int64_t rows, float* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
   void forward(const uint16_t* x, int64_t rows, float* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
   void forward(const uint16_t* x, int64_t rows, uint16_t* y, MatmulEpilogue epilogue = MatmulEpilogue::none) const;
+  // y[rows, out] = x W^T + b on the calling thread alone, for callers that hand
+  // out row chunks to their own OpenMP threads. x is float32 or bfloat16 as the
+  // layer's precision; y is float32. The same primitives as forward's row chunks.
+  void forward_on_this_thread(const void* x, int64_t rows, float* y) const;
 
   friend void mlp_forward(const PackedLinear& expand, const PackedLinear& contract, const void* x, int64_t rows,
                           float* y);

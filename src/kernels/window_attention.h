@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "kernels/matmul.h"
 
 namespace sam2rt {
 
@@ -20,5 +21,16 @@ namespace sam2rt {
 // bf16_products: as AttentionArgs::bf16_products.
 void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_token, int64_t heads, bool q_pool,
                         Tensor& out, bool bf16_products = false);
+
+// Whether window x window windows tile a height x width grid without padding.
+bool windows_tile(int64_t height, int64_t width, int64_t window);
+
+// The qkv projection and windowed_attention in one pass over a grid the windows
+// tile: each thread projects the tokens of a few windows (`qkv`'s one-thread GEMM)
+// and attends them while their qkv is in its cache; the whole qkv grid never
+// exists. x holds the H x W tokens' inputs, row-major, float32 or bfloat16 as the
+// layer's precision. out as in windowed_attention.
+void qkv_windowed_attention_tiled(const PackedLinear& qkv, const void* x, int64_t height, int64_t width,
+                                  int64_t window, int64_t heads, bool q_pool, Tensor& out, bool bf16_products);
 
 }  // namespace sam2rt

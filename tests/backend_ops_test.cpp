@@ -499,7 +499,8 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   // of the tiled kernel's 32); the decoder's 8 heads: tokens against a 16x16
   // image and back, at 256 channels (32 per head) and downsampled to 128 (16);
   // narrow heads (2, 6: the scalar kernel); 1100 keys (through a scores scratch
-  // on a CPU device); batches of prompts with shared image keys or shared queries.
+  // on a CPU device); batches of prompts with shared image keys or shared queries;
+  // heads of 256 (the memory attention's, through the scores on every device).
   for (const Attention a : {Attention{45, 300, 3, 96, 1, true, false, false, false},
                             Attention{7, 256, 8, 32, 1, false, false, false, false},
                             Attention{256, 7, 8, 16, 1, false, false, false, false},
@@ -510,7 +511,9 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                             Attention{7, 64, 8, 16, 3, false, false, true, false},
                             Attention{64, 7, 8, 16, 3, false, true, false, false},
                             Attention{9, 70, 4, 16, 3, false, false, false, false},
-                            Attention{45, 300, 3, 96, 1, true, false, false, true}}) {
+                            Attention{45, 300, 3, 96, 1, true, false, false, true},
+                            Attention{70, 300, 2, 256, 1, true, false, false, false},
+                            Attention{9, 70, 1, 256, 3, false, false, false, false}}) {
     const int64_t width = a.heads * a.head_dim;
     cases.push_back(
         {"attention",

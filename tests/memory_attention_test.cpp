@@ -216,13 +216,15 @@ TEST(MemoryObjectPointers, HeadsMatchThePlainReference) {
 
 // ---- The module goldens ----
 
+}  // namespace
+
 // The memory as _prepare_memory_conditioned_features builds it, from this
 // engine's helpers, on the golden's recipe: a conditioning frame (t_pos 0) and
 // the previous frame (t_pos num_maskmem - 1), stored as bfloat16 as the
 // predictor stores them, then 3 pointers at signed distances 5, 1, 2 of
 // t_diff_max 15, against the golden's memory and memory_pos; then the module
-// on them, with the pointers and on the second frame alone.
-void expect_module_goldens(const std::string& name) {
+// on them, with the pointers and on the second frame alone, on `backend`.
+void expect_module_goldens(const std::string& name, const std::shared_ptr<Backend>& backend) {
   const std::optional<ModuleGoldens> g = module_goldens(name);
   ASSERT_TRUE(g.has_value()) << module_goldens_path(name) << " is missing (tests/video/goldens, committed)";
   const ModelConfig& config = g->config;
@@ -277,7 +279,7 @@ void expect_module_goldens(const std::string& name) {
   const Tensor curr_pos = as_rows(sine_position_encoding(c, side, side, config.neck.pos_temperature, true));
   EXPECT_LE(max_abs_error_to_golden(curr_pos, *g, "ma.curr_pos"), 1e-6);
 
-  const MemoryAttention attention(config, g->weights, std::make_shared<CpuBackend>());
+  const MemoryAttention attention(config, g->weights, backend);
   const Tensor with_pointers = attention.forward(curr, curr_pos, memory, memory_pos, pointer_tokens);
   const Tensor second_frame = memory.rows(pixels, pixels), second_frame_pos = memory_pos.rows(pixels, pixels);
   const Tensor one_frame = attention.forward(curr, curr_pos, second_frame, second_frame_pos, 0);
@@ -285,13 +287,17 @@ void expect_module_goldens(const std::string& name) {
   const double one_frame_error = max_abs_error_to_golden(one_frame, *g, "ma.one_frame.out");
   EXPECT_LE(pointers_error, 1e-4);
   EXPECT_LE(one_frame_error, 1e-4);
-  std::cout << name << " max abs errors: memory_pos assembly " << position_error << ", with pointers " << pointers_error
+  std::cout << name << " on " << backend->description() << " max abs errors: memory_pos assembly " << position_error << ", with pointers " << pointers_error
             << ", one frame " << one_frame_error << "\n";
 }
 
-TEST(MemoryAttention, MatchesTheMicroModuleGoldens) { expect_module_goldens("micro"); }
+namespace {
 
-TEST(MemoryAttention, MatchesTheTinyModuleGoldens) { expect_module_goldens("tiny"); }
+
+TEST(MemoryAttention, MatchesTheMicroModuleGoldens) { expect_module_goldens("micro", std::make_shared<CpuBackend>()); }
+
+TEST(MemoryAttention, MatchesTheTinyModuleGoldens) { expect_module_goldens("tiny", std::make_shared<CpuBackend>()); }
+
 
 // obj_ptr_proj, the no-object pointer and the pointers' temporal encodings at
 // signed distances over t_diff_max 15 and 7.

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
@@ -113,5 +115,10 @@ inline double max_abs_error_to_golden(const Tensor& rows, const ModuleGoldens& g
   }
   return error;
 }
+
+// The memory attention on `name`'s module goldens, on `backend`: the memory
+// assembled as the official predictor does, then the module with pointers and
+// on one frame, each within 1e-4 (memory_attention_test.cpp).
+void expect_module_goldens(const std::string& name, const std::shared_ptr<Backend>& backend);
 
 }  // namespace sam2rt::testing

@@ -139,6 +139,22 @@ TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
   EXPECT_LE(scaled_max_error(download(dx2, {rows, cols}), scaled), 1e-6);
 }
 
+// Rows as long as the memory attention's (28 736 memory tokens): three passes
+// over the row, more than llvmpipe's 65535 loop iterations per invocation if
+// each iteration took one column.
+TEST_F(VulkanOpsTest, SoftmaxRowsOfManyColumnsMatchesTheCpu) {
+  const int64_t rows = 3, cols = 30001;
+  const Tensor x = random_tensor({rows, cols}, 32, 20.0f);
+  Tensor expected = x.clone();
+  softmax_rows(expected.data(), rows, cols, cols);
+  const DeviceBuffer dx = upload(x);
+  CommandRecorder recorder(context());
+  ops().softmax_rows(recorder, all_elements(dx), rows, cols);
+  recorder.submit();
+  EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
+  EXPECT_THROW(ops().softmax_rows(recorder, all_elements(dx), 1, VulkanOps::kMaxSoftmaxColumns + 1), Error);
+}
+
 // Scores of a few units carry an absolute rounding of |s| 2^-23 into exp(), so
 // attention outputs differ from the CPU's by a few 1e-6 (the device's exp and
 // summation order differ too).
@@ -233,7 +249,7 @@ TEST_F(VulkanOpsTest, LongAttentionOnACpuDeviceGoesThroughScoresAndMatchesTheCpu
   const DeviceBuffer dqkv = upload(qkv), dout = zeros(shape.nq * shape.width());
   const DeviceBuffer dscores = zeros(shape.nq * shape.tokens);
   DeviceAttention device = shape.on_the_device(dqkv, dout);
-  ASSERT_TRUE(ops().attends_through_scores(device));
+  ASSERT_EQ(ops().scores_rows(device), shape.nq);
   CommandRecorder recorder(context());
   EXPECT_THROW(ops().attention(recorder, device), Error) << "no scratch for the scores";
   device.scores = all_elements(dscores);
@@ -244,10 +260,65 @@ TEST_F(VulkanOpsTest, LongAttentionOnACpuDeviceGoesThroughScoresAndMatchesTheCpu
   // query fewer than kScoresFromQueries.
   ASSERT_GE(shape.nq, VulkanOps::kScoresFromQueries);
   device.nq = VulkanOps::kScoresFromQueries - 1;
-  EXPECT_FALSE(ops().attends_through_scores(device));
+  EXPECT_EQ(ops().scores_rows(device), 0);
   device.nq = shape.nq;
   device.nk = VulkanOps::kScoresFromKeys - 1;
-  EXPECT_FALSE(ops().attends_through_scores(device));
+  EXPECT_EQ(ops().scores_rows(device), 0);
+}
+
+// Heads wider than the fused kernels' 128 channels (Tiny's memory attention:
+// one of 256) go through the scores on every device, blocks of queries at a
+// time where their scores would not fit one binding: here 600 queries against
+// 40 keys under a binding capped at the keys' 40 x 256 floats, so blocks of
+// 256 queries (the last one 88), on the CPU devices' kernels and on the tiled
+// ones GPUs get. fp16 storage refuses such heads.
+TEST_F(VulkanOpsTest, WideHeadsGoThroughScoresInBlocksOfQueries) {
+  const int64_t nq = 600, nk = 40, head_dim = 256;
+  const Tensor q = random_tensor({nq, head_dim}, 44, 0.5f), k = random_tensor({nk, head_dim}, 45, 0.5f),
+               v = random_tensor({nk, head_dim}, 46);
+  Tensor expected({nq, head_dim});
+  AttentionArgs cpu;
+  cpu.nq = nq;
+  cpu.nk = nk;
+  cpu.head_dim = head_dim;
+  cpu.q = q.data();
+  cpu.k = k.data();
+  cpu.v = v.data();
+  cpu.ldq = cpu.ldk = cpu.ldv = cpu.ldo = head_dim;
+  cpu.out = expected.data();
+  cpu.scale = 1.0f / 16.0f;
+  attention(cpu);
+  for (const bool tiled : {false, true}) {
+    VulkanContextOptions options;
+    options.force_tiled_kernels = tiled;
+    reopen(options);
+    options.max_binding_bytes = static_cast<uint64_t>(nk * head_dim) * sizeof(float) +
+                                context().limits().min_storage_buffer_offset_alignment;
+    reopen(options);
+    const DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v), dout = zeros(nq * head_dim),
+                       dscores = zeros(256 * nk);
+    DeviceAttention device;
+    device.nq = nq;
+    device.nk = nk;
+    device.head_dim = head_dim;
+    device.q = all_elements(dq);
+    device.k = all_elements(dk);
+    device.v = all_elements(dv);
+    device.out = all_elements(dout);
+    device.ldq = device.ldk = device.ldv = device.ldo = head_dim;
+    device.scale = cpu.scale;
+    ASSERT_EQ(ops().scores_rows(device), 256) << "tiled " << tiled;
+    CommandRecorder recorder(context());
+    EXPECT_THROW(ops().attention(recorder, device), Error) << "no scratch for the scores";
+    device.scores = all_elements(dscores);
+    ops().attention(recorder, device);
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dout, {nq, head_dim}), expected), kAttentionTolerance) << "tiled " << tiled;
+
+    const VulkanOps fp16(context(), DevicePrecision::fp16);
+    EXPECT_EQ(fp16.scores_rows(device), 0);
+    EXPECT_THROW(fp16.attention(recorder, device), Error);
+  }
 }
 
 // A batch of attentions in one dispatch (the mask decoder's prompts: dispatch

@@ -242,8 +242,8 @@ void VulkanBackend::attention(const AttentionOperands& a) {
   args.v_batch = a.v_batch_stride;
   args.o_batch = a.o_batch_stride;
   DeviceTensor scores;  // freed at return: a later op may take its range (every dispatch ends in a barrier)
-  if (ops_library_->attends_through_scores(args)) {
-    scores = tensor({a.nq, a.nk});
+  if (const int64_t rows = ops_library_->scores_rows(args); rows > 0) {
+    scores = tensor({rows, a.nk});
     args.scores = elements(scores, "attention");
   }
   ops_library_->attention(record("attention"), args);

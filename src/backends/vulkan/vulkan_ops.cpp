@@ -322,6 +322,10 @@ void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_
                              float scale) const {
   const std::string op = "Vulkan softmax_rows";
   if (rows < 1 || cols < 1) throw Error(op + ": empty input");
+  if (cols > kMaxSoftmaxColumns) {
+    throw Error(op + ": " + std::to_string(cols) + " columns exceed the kernel's " +
+                std::to_string(kMaxSoftmaxColumns));
+  }
   const Bound xb = bind(x, 0, static_cast<uint64_t>(rows * cols), op, "x");
   const SoftmaxPush push{u32(rows, op + ": rows"), u32(cols, op + ": cols"), xb.base, static_cast<uint32_t>(cols), scale};
   recorder.dispatch(softmax_rows_, {xb.range}, push, {groups_for(rows, kRowGroup), 1, 1});
@@ -330,8 +334,14 @@ void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_
 void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) const {
   const std::string op = "Vulkan attention";
   const int64_t width = a.heads * a.head_dim;
-  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1 || a.head_dim > kMaxHeadDim) {
-    throw Error(op + ": needs queries, keys, heads and a head dimension in 1.." + std::to_string(kMaxHeadDim));
+  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1) {
+    throw Error(op + ": needs queries, keys, heads and a head dimension");
+  }
+  const int64_t rows = scores_rows(a);
+  if (a.head_dim > kMaxHeadDim && rows == 0) {
+    throw Error(op + ": heads of " + std::to_string(a.head_dim) + " channels (over " + std::to_string(kMaxHeadDim) +
+                ") need fp32 storage, a multiple of 4 channels and at most " + std::to_string(kMaxLoopIterations) +
+                " keys");
   }
   // Head dimensions that are not a multiple of 4 take the scalar kernel, whose
   // loops must stay within llvmpipe's 65535 iterations per invocation.
@@ -354,8 +364,8 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
   const Bound k = bind(a.k, 0, span(a.nk, a.ldk, a.k_batch), op, "k");
   const Bound v = bind(a.v, 0, span(a.nk, a.ldv, a.v_batch), op, "v");
   const Bound o = bind(a.out, 0, span(a.nq, a.ldo, a.o_batch), op, "out");
-  if (attends_through_scores(a)) {
-    attention_through_scores(recorder, a);
+  if (rows > 0) {
+    attention_through_scores(recorder, a, rows);
     return;
   }
   if (static_cast<uint64_t>(a.batches) > context_.limits().max_workgroup_count[2]) {
@@ -375,41 +385,50 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
                     {groups_for(a.nq, kRowGroup), static_cast<uint32_t>(a.heads), static_cast<uint32_t>(a.batches)});
 }
 
-bool VulkanOps::attends_through_scores(const DeviceAttention& a) const {
-  const uint64_t scores_bytes = static_cast<uint64_t>(a.nq) * static_cast<uint64_t>(a.nk) * element_bytes();
-  return !tiled_ && precision_ == DevicePrecision::fp32 && a.head_dim % 4 == 0 && a.nk >= kScoresFromKeys &&
-         a.nq >= kScoresFromQueries && a.nk <= kMaxLoopIterations &&
-         scores_bytes + context_.limits().min_storage_buffer_offset_alignment <= context_.max_binding_bytes();
+int64_t VulkanOps::scores_rows(const DeviceAttention& a) const {
+  // The values GEMM loops over the keys once per invocation.
+  if (precision_ != DevicePrecision::fp32 || a.head_dim % 4 != 0 || a.nk > kMaxLoopIterations) return 0;
+  const uint64_t row_bytes = static_cast<uint64_t>(a.nk) * element_bytes();
+  const uint64_t binding = context_.max_binding_bytes() - context_.limits().min_storage_buffer_offset_alignment;
+  const auto rows_that_fit = static_cast<int64_t>(binding / row_bytes);
+  if (a.head_dim > kMaxHeadDim) return std::min(a.nq, rows_that_fit);
+  const bool long_on_a_cpu_device = !tiled_ && a.nk >= kScoresFromKeys && a.nq >= kScoresFromQueries;
+  return long_on_a_cpu_device && a.nq <= rows_that_fit ? a.nq : 0;
 }
 
-void VulkanOps::attention_through_scores(CommandRecorder& recorder, const DeviceAttention& a) const {
+void VulkanOps::attention_through_scores(CommandRecorder& recorder, const DeviceAttention& a, int64_t rows) const {
   const std::string op = "Vulkan attention";
-  if (a.scores.count < static_cast<uint64_t>(a.nq * a.nk)) {
+  if (a.scores.count < static_cast<uint64_t>(rows * a.nk)) {
     throw Error(op + ": the scores scratch holds " + std::to_string(a.scores.count) + " elements, " +
-                std::to_string(a.nq * a.nk) + " needed");
+                std::to_string(rows * a.nk) + " needed");
   }
   auto column = [](DeviceElements operand, int64_t offset) {
     operand.offset += static_cast<uint64_t>(offset);
     operand.count -= std::min(operand.count, static_cast<uint64_t>(offset));
     return operand;
   };
-  // Batch by batch, head by head into the same scratch (every dispatch ends in a barrier).
+  // Batch by batch, head by head, block of queries by block into the same
+  // scratch (every dispatch ends in a barrier).
   for (int64_t b = 0; b < a.batches; ++b) {
-    const DeviceElements q = column(a.q, b * a.q_batch), k = column(a.k, b * a.k_batch),
-                         v = column(a.v, b * a.v_batch), out = column(a.out, b * a.o_batch);
+    const DeviceElements k = column(a.k, b * a.k_batch), v = column(a.v, b * a.v_batch);
     for (int64_t h = 0; h < a.heads; ++h) {
       const int64_t first = h * a.head_dim;
-      // scores[i, j] = q_i . k_j: the keys as the weight's rows.
-      gemm(recorder,
-           {.x = column(q, first), .weight = column(k, first), .y = a.scores, .rows = a.nq, .in = a.head_dim,
-            .out = a.nk, .ldx = a.ldq, .ldw = a.ldk, .ldy = a.nk},
-           op + " (scores)");
-      softmax_rows(recorder, a.scores, a.nq, a.nk, a.scale);
-      // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
-      gemm(recorder,
-           {.x = a.scores, .weight = column(v, first), .y = column(out, first), .rows = a.nq, .in = a.nk,
-            .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
-           op + " (values)");
+      for (int64_t i0 = 0; i0 < a.nq; i0 += rows) {
+        const int64_t n = std::min(rows, a.nq - i0);
+        const DeviceElements q = column(a.q, b * a.q_batch + i0 * a.ldq),
+                             out = column(a.out, b * a.o_batch + i0 * a.ldo);
+        // scores[i, j] = q_i . k_j: the keys as the weight's rows.
+        gemm(recorder,
+             {.x = column(q, first), .weight = column(k, first), .y = a.scores, .rows = n, .in = a.head_dim,
+              .out = a.nk, .ldx = a.ldq, .ldw = a.ldk, .ldy = a.nk},
+             op + " (scores)");
+        softmax_rows(recorder, a.scores, n, a.nk, a.scale);
+        // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
+        gemm(recorder,
+             {.x = a.scores, .weight = column(v, first), .y = column(out, first), .rows = n, .in = a.nk,
+              .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
+             op + " (values)");
+      }
     }
   }
 }

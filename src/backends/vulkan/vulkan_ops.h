@@ -51,7 +51,7 @@ struct DeviceAttention {
   DeviceElements q, k, v, out;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   float scale = 1.0f;
-  // [nq, nk] scratch for the scores, when VulkanOps::attends_through_scores.
+  // [VulkanOps::scores_rows, nk] scratch for the scores (unused where that is 0).
   DeviceElements scores;
   // `batches` attentions of these shapes, batch i's operands i * *_batch
   // elements further on (0: shared by every batch): AttentionOperands' batches.
@@ -103,24 +103,35 @@ class VulkanOps {
   // layer_norm_rows: dense [rows, channels] -> y, weight and bias [channels].
   void layer_norm_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t channels,
                        DeviceElements weight, DeviceElements bias, float eps, DeviceElements y) const;
-  // softmax_rows, in place on dense [rows, cols], of scale * x.
+  // softmax_rows, in place on dense [rows, cols], of scale * x; at most
+  // kMaxSoftmaxColumns columns: three passes of four columns per loop iteration
+  // within llvmpipe's 65535 iterations per invocation.
+  static constexpr int64_t kMaxSoftmaxColumns = 4 * (65535 / 3);
   void softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_t rows, int64_t cols, float scale = 1.0f) const;
-  // attention (head_dim at most 128), args.batches of them in one dispatch (its
-  // z groups). On GPUs the kernel that stages keys and
-  // values through shared memory, same arithmetic in the same order. A head_dim
-  // that is not a multiple of 4 takes a scalar kernel (the micro config's
-  // decoder), for at most 65535 / (2 + 3 * head_dim) keys. Long fp32 attention on
-  // a CPU device (attends_through_scores) goes through args.scores instead.
+  // attention, args.batches of them in one dispatch (its z groups). Heads of at
+  // most 128 channels take a fused kernel: on GPUs the one that stages keys
+  // and values through shared memory, same arithmetic in the same order; a
+  // head_dim that is not a multiple of 4 a scalar kernel (the micro config's
+  // decoder), for at most 65535 / (2 + 3 * head_dim) keys. Where scores_rows is
+  // not 0, each head goes through args.scores instead.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
-  // Whether attention() needs args.scores: on CPU devices (lavapipe) the fused
-  // kernel keeps a head's query and sums per invocation, which llvmpipe holds in
-  // memory, not registers; from kScoresFromKeys keys and kScoresFromQueries
-  // queries on, each head is faster as the barrier-free GEMM (scores = Q K^T),
-  // softmax_rows and the GEMM (scores V). Fewer queries (the mask decoder's
-  // tokens against the image) keep the fused kernel: their GEMMs are a few
-  // workgroups, each one lavapipe thread, and cost ten times more there.
-  // fp32 storage only: fp16 scores would round the probabilities.
-  bool attends_through_scores(const DeviceAttention& args) const;
+  // Rows of the [rows, nk] scores scratch attention() needs, 0 where it runs a
+  // fused kernel. Through the scores, each head is the barrier-free GEMM
+  // (scores = Q K^T), softmax_rows and the GEMM (scores V), `rows` queries at a
+  // time:
+  // - heads wider than 128 channels (Tiny's memory attention: one head of 256),
+  //   which the fused kernels cannot hold in registers, on every device, in
+  //   blocks of queries whose scores fit one storage-buffer binding (128 MiB
+  //   on lavapipe: 1167 queries against 28 736 memory tokens);
+  // - on CPU devices (lavapipe) the fused kernel keeps a head's query and sums
+  //   per invocation, which llvmpipe holds in memory, not registers; from
+  //   kScoresFromKeys keys and kScoresFromQueries queries on, all queries at
+  //   once are faster. Fewer queries (the mask decoder's tokens against the
+  //   image) keep the fused kernel: their GEMMs are a few workgroups, each one
+  //   lavapipe thread, and cost ten times more there.
+  // fp32 storage only (fp16 scores would round the probabilities), at most
+  // 65535 keys (the values GEMM loops over them, within llvmpipe's limit).
+  int64_t scores_rows(const DeviceAttention& args) const;
   static constexpr int64_t kScoresFromKeys = 1024;
   static constexpr int64_t kScoresFromQueries = 64;
   // windowed_attention: qkv [height, width, 3 * channels], pad_token [3 * channels],
@@ -184,7 +195,7 @@ class VulkanOps {
     int64_t batches = 1, x_batch = 0, w_batch = 0, y_batch = 0;
   };
   void gemm(CommandRecorder& recorder, const Gemm& g, const std::string& op) const;
-  void attention_through_scores(CommandRecorder& recorder, const DeviceAttention& args) const;
+  void attention_through_scores(CommandRecorder& recorder, const DeviceAttention& args, int64_t rows) const;
 
   const VulkanContext& context_;
   DevicePrecision precision_;

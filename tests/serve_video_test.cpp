@@ -432,6 +432,42 @@ TEST_F(ServeVideo, BadRequestsGetA4xxJsonErrorAndLeaveNothingBehind) {
   EXPECT_TRUE(uploaded_files().empty());
 }
 
+// A long propagation (the clip 20 times over) leaves the other requests on the
+// video refused with 409 until it is stopped; the frames tracked so far keep
+// their masks, and prompting works again.
+TEST_F(ServeVideo, APropagationRefusesPromptsUntilItIsStopped) {
+  std::vector<RgbImage> frames;
+  const std::vector<RgbImage> clip = leave_frames();
+  for (int round = 0; round < 20; ++round) frames.insert(frames.end(), clip.begin(), clip.end());
+  const std::string path = scratch_->file("long.mkv");
+  write_test_video(path, frames, kLosslessFfv1);
+  const std::string id = upload(read_bytes(path));
+  ASSERT_FALSE(id.empty());
+  const std::string base = "/v1/videos/" + id;
+  const std::string prompt = R"({"frame": 0, "obj_id": 1, "points": [[49, 41]]})";
+  call("POST", base + "/prompts", prompt);
+  const json started = call("POST", base + "/propagate", "{}", 202);
+  EXPECT_EQ(started["state"], "running");
+  EXPECT_EQ(started["frames_total"], 160);
+
+  const json busy = call("POST", base + "/prompts", prompt, 409);
+  EXPECT_NE(busy["error"].get<std::string>().find("being propagated"), std::string::npos) << busy.dump();
+  call("POST", base + "/propagate", "{}", 409);
+  call("POST", base + "/clear", R"({"frame": 0, "obj_id": 1})", 409);
+  call("DELETE", base + "/objects/1", "", 409);
+  // Frames and masks can be read meanwhile.
+  call("GET", base + "/masks/0");
+  EXPECT_EQ(call("GET", base + "/propagate")["state"], "running");
+
+  const json stopped = call("DELETE", base + "/propagate");
+  EXPECT_EQ(stopped["state"], "cancelled") << stopped.dump();
+  const int64_t tracked = stopped["frames_done"];
+  EXPECT_LT(tracked, 160);
+  EXPECT_EQ(call("GET", base)["frames_with_masks"].get<int64_t>(), std::max<int64_t>(tracked, 1));
+  call("POST", base + "/prompts", prompt);
+  call("DELETE", base);
+}
+
 // The least recently used video goes beyond --max-videos; SIGTERM removes the folder of uploads.
 TEST(ServeVideoProcess, DropsTheOldestVideoBeyondMaxVideosAndRemovesItsFolderOnSigterm) {
   ScratchDir scratch("serve_video_process");

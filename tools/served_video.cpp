@@ -25,7 +25,7 @@ using nlohmann::json;
 HttpError unknown_object(int64_t obj_id, const std::vector<int64_t>& known) {
   std::string ids;
   for (const int64_t id : known) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-  return HttpError(404, "unknown object id " + std::to_string(obj_id) + " (objects with prompts: " +
+  return HttpError(404, "unknown object id " + std::to_string(obj_id) + " (this video's objects: " +
                             (ids.empty() ? "none" : ids) + ")");
 }
 

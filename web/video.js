@@ -9,10 +9,13 @@ const videoState = {
   id: null, name: "", frames: 0, width: 0, height: 0, fps: null, frame: 0, opening: 0,
   // Objects by id, in the order made: { id, colour }; one is current.
   objects: [], current: 0, label: 1,
-  // Points per "frame:object": what the last prompt request sent for that object on that frame.
-  points: new Map(),
+  // Points per "frame:object": what the page shows (a click adds its point at once) and
+  // what the server has taken (to go back to when a request fails).
+  points: new Map(), accepted: new Map(),
+  // Prompt requests, one after another: each sends the points its frame and object have then.
+  prompts: Promise.resolve(), pending: 0,
   // The masks of each frame the page has asked for: frame -> [{ obj_id, rle, area }].
-  masks: new Map(), shown: 0, prompting: false,
+  masks: new Map(), shown: 0,
   // While tracking: { timer, total }.
   propagation: null,
 };
@@ -47,7 +50,7 @@ function promptedObjects() {
 
 function updateVideoButtons() {
   const open = videoState.id !== null, tracking = videoState.propagation !== null;
-  const idle = open && !tracking;
+  const idle = open && !tracking && videoState.pending === 0;
   const prompted = promptedObjects();
   $("video-object").disabled = !idle;
   $("video-new-object").disabled = !idle || !prompted.has(videoState.current);
@@ -83,6 +86,7 @@ function addVideoObject() {
 function resetVideoObjects() {
   videoState.objects = [];
   videoState.points = new Map();
+  videoState.accepted = new Map();
   videoState.masks = new Map();
   addVideoObject();
 }
@@ -233,10 +237,9 @@ async function openVideo(file) {
 // ---------------------------------------------------------------------------
 // Prompts: the current object's points on the frame on screen, sent whole.
 
-async function sendFramePoints(points) {
-  const frame = videoState.frame, objId = videoState.current, id = videoState.id;
-  videoState.prompting = true;
-  document.body.dataset.videoState = "prompting";
+async function sendFramePoints(frame, objId) {
+  const id = videoState.id, key = pointsKey(frame, objId);
+  const points = framePoints(frame, objId);
   try {
     const answer = points.length > 0
       ? await callApi("POST", videoPath("/prompts"), JSON.stringify({ frame, obj_id: objId, points, format: "rle" }),
@@ -244,22 +247,34 @@ async function sendFramePoints(points) {
       : await callApi("POST", videoPath("/clear?format=rle"), JSON.stringify({ frame, obj_id: objId }),
                       "application/json");
     if (id !== videoState.id) return;
-    videoState.points.set(pointsKey(frame, objId), points);
+    videoState.accepted.set(key, points);
     videoState.masks.set(frame, answer.objects);
     if (frame === videoState.frame) {
-      drawVideoMarks();
       drawVideoMasks();
       showVideoStatus(frameStatus());
     }
-    document.body.dataset.videoState = "mask";
+    if (videoState.pending === 1) document.body.dataset.videoState = "mask";
   } catch (error) {
     if (id !== videoState.id) return;
+    videoState.points.set(key, videoState.accepted.get(key) || []);
+    drawVideoMarks();
     showVideoStatus(`Prompt failed: ${error.message}`, true);
     document.body.dataset.videoState = "error";
-  } finally {
-    videoState.prompting = false;
-    updateVideoButtons();
   }
+}
+
+// Shows the current object's new points on this frame at once and sends them after the requests before.
+function changeFramePoints(points) {
+  const frame = videoState.frame, objId = videoState.current;
+  videoState.points.set(pointsKey(frame, objId), points);
+  drawVideoMarks();
+  videoState.pending++;
+  document.body.dataset.videoState = "prompting";
+  updateVideoButtons();
+  videoState.prompts = videoState.prompts.then(() => sendFramePoints(frame, objId)).finally(() => {
+    videoState.pending--;
+    updateVideoButtons();
+  });
 }
 
 function videoPoint(event) {
@@ -272,16 +287,16 @@ function videoPoint(event) {
 
 videoMarks.addEventListener("contextmenu", (event) => event.preventDefault());
 videoMarks.addEventListener("pointerup", (event) => {
-  if (!videoState.id || videoState.propagation || videoState.prompting) return;
+  if (!videoState.id || videoState.propagation) return;
   if (event.button !== 0 && event.button !== 2) return;
   const inverted = event.button === 2 || event.shiftKey;
   const label = inverted ? 1 - videoState.label : videoState.label;
-  sendFramePoints([...framePoints(), [...videoPoint(event), label]]);
+  changeFramePoints([...framePoints(), [...videoPoint(event), label]]);
 });
 
 function clearFramePoints() {
   if (!videoState.id || videoState.propagation || framePoints().length === 0) return;
-  sendFramePoints([]);
+  changeFramePoints([]);
 }
 
 // ---------------------------------------------------------------------------

@@ -12,8 +12,8 @@
 // default 300; all are printed); touch mode on a 390 px wide phone viewport; and
 // the video view on a server with the micro checkpoint: open a clip (made by
 // `sam2rt track --overlay-video` from tests/video/clips/leave), click an
-// object, propagate, scrub with the arrow keys and the slider, each frame's
-// overlay against the API's masks. Leaves OUTPUT_DIR/screenshot.png (tap),
+// object (then two quick clicks), propagate, scrub with the arrow keys and
+// the slider, each frame's overlay against the API's masks. Leaves OUTPUT_DIR/screenshot.png (tap),
 // everything.png, objects.png, phone.png and video.png.
 // Exits nonzero on any failure.
 import { execFileSync } from "node:child_process";
@@ -491,6 +491,15 @@ async function video(profile) {
     const clicked = Number(await page.getAttribute("#video-mask", "data-pixels"));
     check(clicked > 100 && clicked === await paintedMaskPixels(page, "video-mask"),
           `the overlay shows the object's ${clicked} mask pixels`);
+
+    // Two more clicks at once: both are kept and sent one after the other.
+    await marks.click({ position: { x: 230 * box.width / VIDEO_WIDTH, y: 20 * box.height / VIDEO_HEIGHT },
+                        button: "right" });
+    await marks.click({ position: { x: 60 * box.width / VIDEO_WIDTH, y: 50 * box.height / VIDEO_HEIGHT } });
+    check(await page.getAttribute("#video-marks", "data-labels") === "1,0,1", "quick clicks show their points at once");
+    await page.waitForFunction(() => ["mask", "error"].includes(document.body.dataset.videoState) &&
+                                     !document.getElementById("video-propagate").disabled);
+    check(await page.evaluate(() => document.body.dataset.videoState) === "mask", "both clicks are answered");
 
     await page.click("#video-propagate");
     await page.waitForFunction(() => ["tracked", "failed", "error"].includes(document.body.dataset.videoState), null,

@@ -1,5 +1,6 @@
 #include "serve_video.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -1,19 +1,23 @@
 "use strict";
-// The video view of the page: open a video, click objects on any frame, track
+// The video view of the page: open a video, click (or box) objects on any frame, track
 // them through the video (POST /v1/videos/{id}/propagate) and scrub through
 // each frame's masks. Shares app.js's helpers (a classic script loaded before this one).
 /* global $, callApi, rleBits, objectColour */
 const videoFrame = $("video-frame"), videoMask = $("video-mask"), videoMarks = $("video-marks");
 const PROGRESS_POLL_MS = 250;
+const VIDEO_DRAG_PIXELS = 6;
+const NO_PROMPT = Object.freeze({ points: [], box: null });
 const videoState = {
   id: null, name: "", frames: 0, width: 0, height: 0, fps: null, frame: 0, opening: 0,
   // Objects by id, in the order made: { id, colour }; one is current.
   objects: [], current: 0, label: 1,
-  // Points per "frame:object": what the page shows (a click adds its point at once) and
-  // what the server has taken (to go back to when a request fails).
-  points: new Map(), accepted: new Map(),
-  // Prompt requests, one after another: each sends the points its frame and object have then.
-  prompts: Promise.resolve(), pending: 0,
+  // The prompt per "frame:object", { points, box }: what the page shows (a click adds its
+  // point at once) and what the server has taken (to go back to when a request fails).
+  prompts: new Map(), accepted: new Map(),
+  // Prompt requests, one after another: each sends the prompt its frame and object have then.
+  requests: Promise.resolve(), pending: 0,
+  // A box being drawn: { start, end, x, y, moved, label }.
+  drag: null,
   // The masks of each frame the page has asked for: frame -> [{ obj_id, rle, area }].
   masks: new Map(), shown: 0,
   // While tracking: { timer, total }.
@@ -36,15 +40,16 @@ function setMode(mode) {
 
 function videoPath(suffix = "") { return `/v1/videos/${videoState.id}${suffix}`; }
 function pointsKey(frame, objId) { return `${frame}:${objId}`; }
-function framePoints(frame = videoState.frame, objId = videoState.current) {
-  return videoState.points.get(pointsKey(frame, objId)) || [];
+function framePrompt(frame = videoState.frame, objId = videoState.current) {
+  return videoState.prompts.get(pointsKey(frame, objId)) || NO_PROMPT;
 }
+function hasVideoPrompt(prompt) { return prompt.points.length > 0 || prompt.box !== null; }
 function objectColourOf(objId) {
   const object = videoState.objects.find((o) => o.id === objId);
   return object ? object.colour : objectColour(objId - 1);
 }
 function promptedObjects() {
-  return new Set([...videoState.points.entries()].filter(([, points]) => points.length > 0)
+  return new Set([...videoState.prompts.entries()].filter(([, prompt]) => hasVideoPrompt(prompt))
     .map(([key]) => Number(key.split(":")[1])));
 }
 
@@ -54,7 +59,7 @@ function updateVideoButtons() {
   const prompted = promptedObjects();
   $("video-object").disabled = !idle;
   $("video-new-object").disabled = !idle || !prompted.has(videoState.current);
-  $("video-clear").disabled = !idle || framePoints().length === 0;
+  $("video-clear").disabled = !idle || !hasVideoPrompt(framePrompt());
   $("video-propagate").disabled = !idle || prompted.size === 0;
   $("video-reset").disabled = !idle || videoState.masks.size === 0 && prompted.size === 0;
   $("video-cancel").hidden = !tracking;
@@ -85,7 +90,7 @@ function addVideoObject() {
 
 function resetVideoObjects() {
   videoState.objects = [];
-  videoState.points = new Map();
+  videoState.prompts = new Map();
   videoState.accepted = new Map();
   videoState.masks = new Map();
   addVideoObject();
@@ -154,16 +159,24 @@ function drawVideoMarks() {
   videoMarks.replaceChildren();
   if (!videoState.id) return;
   const scale = videoState.width / Math.max(1, videoMarks.getBoundingClientRect().width);
-  const points = framePoints();
+  const mark = (name, attributes) => {
+    const element = document.createElementNS("http://www.w3.org/2000/svg", name);
+    for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+    return videoMarks.appendChild(element);
+  };
+  const rect = (b, dashed) => mark("rect", {
+    x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1], fill: "none", stroke: "#ffd400",
+    "stroke-width": 2 * scale, "stroke-dasharray": dashed ? `${6 * scale} ${4 * scale}` : "none" });
+  const { points, box } = framePrompt();
+  if (box) rect(box, false);
+  const drag = videoState.drag;
+  if (drag && drag.moved) rect(videoBox(drag.start, drag.end), true);
   for (const [x, y, label] of points) {
-    const circle = document.createElementNS("http://www.w3.org/2000/svg", "circle");
-    const attributes = { cx: x, cy: y, r: 6 * scale, fill: label === 1 ? "#22c55e" : "#ef4444", stroke: "#fff",
-                         "stroke-width": 2 * scale };
-    for (const [key, value] of Object.entries(attributes)) circle.setAttribute(key, String(value));
-    circle.dataset.label = String(label);
-    videoMarks.appendChild(circle);
+    mark("circle", { cx: x, cy: y, r: 6 * scale, fill: label === 1 ? "#22c55e" : "#ef4444", stroke: "#fff",
+                     "stroke-width": 2 * scale }).dataset.label = String(label);
   }
   videoMarks.dataset.labels = points.map((p) => p[2]).join(",");
+  videoMarks.dataset.box = box ? box.join(",") : "";
 }
 
 // Asks the server for the frame's masks unless the page has them (during
@@ -235,19 +248,20 @@ async function openVideo(file) {
 }
 
 // ---------------------------------------------------------------------------
-// Prompts: the current object's points on the frame on screen, sent whole.
+// Prompts: the current object's points and box on the frame on screen, sent whole.
 
-async function sendFramePoints(frame, objId) {
+async function sendFramePrompt(frame, objId) {
   const id = videoState.id, key = pointsKey(frame, objId);
-  const points = framePoints(frame, objId);
+  const prompt = framePrompt(frame, objId);
   try {
-    const answer = points.length > 0
-      ? await callApi("POST", videoPath("/prompts"), JSON.stringify({ frame, obj_id: objId, points, format: "rle" }),
+    const answer = hasVideoPrompt(prompt)
+      ? await callApi("POST", videoPath("/prompts"),
+                      JSON.stringify({ frame, obj_id: objId, points: prompt.points, box: prompt.box, format: "rle" }),
                       "application/json")
       : await callApi("POST", videoPath("/clear?format=rle"), JSON.stringify({ frame, obj_id: objId }),
                       "application/json");
     if (id !== videoState.id) return;
-    videoState.accepted.set(key, points);
+    videoState.accepted.set(key, prompt);
     videoState.masks.set(frame, answer.objects);
     if (frame === videoState.frame) {
       drawVideoMasks();
@@ -256,22 +270,22 @@ async function sendFramePoints(frame, objId) {
     if (videoState.pending === 1) document.body.dataset.videoState = "mask";
   } catch (error) {
     if (id !== videoState.id) return;
-    videoState.points.set(key, videoState.accepted.get(key) || []);
+    videoState.prompts.set(key, videoState.accepted.get(key) || NO_PROMPT);
     drawVideoMarks();
     showVideoStatus(`Prompt failed: ${error.message}`, true);
     document.body.dataset.videoState = "error";
   }
 }
 
-// Shows the current object's new points on this frame at once and sends them after the requests before.
-function changeFramePoints(points) {
+// Shows the current object's new prompt on this frame at once and sends it after the requests before.
+function changeFramePrompt(prompt) {
   const frame = videoState.frame, objId = videoState.current;
-  videoState.points.set(pointsKey(frame, objId), points);
+  videoState.prompts.set(pointsKey(frame, objId), prompt);
   drawVideoMarks();
   videoState.pending++;
   document.body.dataset.videoState = "prompting";
   updateVideoButtons();
-  videoState.prompts = videoState.prompts.then(() => sendFramePoints(frame, objId)).finally(() => {
+  videoState.requests = videoState.requests.then(() => sendFramePrompt(frame, objId)).finally(() => {
     videoState.pending--;
     updateVideoButtons();
   });
@@ -285,18 +299,47 @@ function videoPoint(event) {
           round(clamp((event.clientY - bounds.top) * videoState.height / bounds.height, videoState.height))];
 }
 
+function videoBox(a, b) {
+  return [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[0], b[0]), Math.max(a[1], b[1])];
+}
+
+// A click adds a point; a drag draws the object's box on this frame (replacing the old one).
 videoMarks.addEventListener("contextmenu", (event) => event.preventDefault());
-videoMarks.addEventListener("pointerup", (event) => {
+videoMarks.addEventListener("pointerdown", (event) => {
   if (!videoState.id || videoState.propagation) return;
   if (event.button !== 0 && event.button !== 2) return;
+  videoMarks.setPointerCapture(event.pointerId);
   const inverted = event.button === 2 || event.shiftKey;
-  const label = inverted ? 1 - videoState.label : videoState.label;
-  changeFramePoints([...framePoints(), [...videoPoint(event), label]]);
+  const start = videoPoint(event);
+  videoState.drag = { start, end: start, x: event.clientX, y: event.clientY, moved: false,
+                      label: inverted ? 1 - videoState.label : videoState.label };
+});
+videoMarks.addEventListener("pointermove", (event) => {
+  const drag = videoState.drag;
+  if (!drag) return;
+  drag.end = videoPoint(event);
+  drag.moved = drag.moved || Math.hypot(event.clientX - drag.x, event.clientY - drag.y) > VIDEO_DRAG_PIXELS;
+  if (drag.moved) drawVideoMarks();
+});
+videoMarks.addEventListener("pointerup", (event) => {
+  const drag = videoState.drag;
+  if (!drag) return;
+  videoState.drag = null;
+  const prompt = framePrompt();
+  if (drag.moved) {
+    changeFramePrompt({ points: prompt.points, box: videoBox(drag.start, videoPoint(event)) });
+  } else {
+    changeFramePrompt({ points: [...prompt.points, [...drag.start, drag.label]], box: prompt.box });
+  }
+});
+videoMarks.addEventListener("pointercancel", () => {
+  videoState.drag = null;
+  drawVideoMarks();
 });
 
-function clearFramePoints() {
-  if (!videoState.id || videoState.propagation || framePoints().length === 0) return;
-  changeFramePoints([]);
+function clearFramePrompt() {
+  if (!videoState.id || videoState.propagation || !hasVideoPrompt(framePrompt())) return;
+  changeFramePrompt(NO_PROMPT);
 }
 
 // ---------------------------------------------------------------------------
@@ -396,7 +439,7 @@ $("video-object").addEventListener("change", (event) => {
   updateVideoButtons();
 });
 $("video-new-object").addEventListener("click", addVideoObject);
-$("video-clear").addEventListener("click", clearFramePoints);
+$("video-clear").addEventListener("click", clearFramePrompt);
 $("video-propagate").addEventListener("click", propagate);
 $("video-cancel").addEventListener("click", () => {
   if (videoState.id) callApi("DELETE", videoPath("/propagate")).catch(() => {});
@@ -414,7 +457,7 @@ window.addEventListener("keydown", (event) => {
     event.preventDefault();
     showVideoFrame(videoState.frame + (event.key === "ArrowLeft" ? -1 : 1));
   }
-  if (event.key === "Escape") clearFramePoints();
+  if (event.key === "Escape") clearFramePrompt();
   if (event.key === "n" && !event.ctrlKey && !event.metaKey && !$("video-new-object").disabled) addVideoObject();
 });
 window.addEventListener("drop", (event) => {

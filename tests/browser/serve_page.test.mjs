@@ -12,9 +12,10 @@
 // default 300; all are printed); touch mode on a 390 px wide phone viewport; and
 // the video view on a server with the micro checkpoint: open a clip (made by
 // `sam2rt track --overlay-video` from tests/video/clips/leave), click an
-// object (then two quick clicks), propagate, scrub with the arrow keys and
-// the slider, each frame's overlay against the API's masks. Leaves OUTPUT_DIR/screenshot.png (tap),
-// everything.png, objects.png, phone.png and video.png.
+// object (then two quick clicks), box another by a drag, propagate, scrub
+// with the arrow keys and the slider, each frame's overlay against the API's
+// masks. Leaves OUTPUT_DIR/screenshot.png (tap), everything.png, objects.png,
+// phone.png and video.png.
 // Exits nonzero on any failure.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -501,6 +502,22 @@ async function video(profile) {
                                      !document.getElementById("video-propagate").disabled);
     check(await page.evaluate(() => document.body.dataset.videoState) === "mask", "both clicks are answered");
 
+    // A second object, boxed by a drag.
+    await page.click("#video-new-object");
+    check(await page.inputValue("#video-object") === "2", "New object makes object 2 the chosen one");
+    const corner = (x, y) => [box.x + x * box.width / VIDEO_WIDTH, box.y + y * box.height / VIDEO_HEIGHT];
+    await page.mouse.move(...corner(150, 30));
+    await page.mouse.down();
+    await page.mouse.move(...corner(200, 80), { steps: 4 });
+    await page.mouse.move(...corner(250, 130), { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => ["mask", "error"].includes(document.body.dataset.videoState) &&
+                                     !document.getElementById("video-propagate").disabled);
+    const drawn = (await page.getAttribute("#video-marks", "data-box")).split(",").map(Number);
+    check(drawn.length === 4 && Math.abs(drawn[0] - 150) < 2 && Math.abs(drawn[3] - 130) < 2,
+          `a drag draws object 2's box (${drawn.join(", ")})`);
+    check(await page.getAttribute("#video-marks", "data-labels") === "", "the drag added no point");
+
     await page.click("#video-propagate");
     await page.waitForFunction(() => ["tracked", "failed", "error"].includes(document.body.dataset.videoState), null,
                                { timeout: 60_000 });
@@ -509,11 +526,20 @@ async function video(profile) {
                                                 document.getElementById("video-progress").max]);
     check(progress[0] === VIDEO_FRAMES && progress[1] === VIDEO_FRAMES, `the progress bar is full (${progress.join("/")})`);
 
-    // Each frame's overlay is the API's masks of that frame.
+    // Each frame's overlay is the API's masks of that frame: the pixels of any object.
     const apiPixels = (frame) => page.evaluate(async (f) => {
       const id = document.getElementById("video-frame").src.match(/videos\/([0-9a-f]+)\//)[1];
       const answer = await (await fetch(`/v1/videos/${id}/masks/${f}?format=rle`)).json();
-      return answer.objects.reduce((sum, object) => sum + object.area, 0);
+      if (answer.objects.length !== 2) throw new Error(`frame ${f} has ${answer.objects.length} objects, not 2`);
+      const union = new Set();
+      for (const { rle } of answer.objects) {
+        let start = 0;
+        rle.counts.forEach((count, run) => {
+          if (run % 2 === 1) for (let k = start; k < start + count; k++) union.add(k);
+          start += count;
+        });
+      }
+      return union.size;
     }, frame);
     const shows = async (frame) => {
       await page.waitForFunction((f) => document.body.dataset.videoFrame === String(f) &&

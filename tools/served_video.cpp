@@ -97,6 +97,8 @@ RgbImage ServedVideo::frame_image(int64_t index) {
   return display_->frame(index);
 }
 
+// Called before taking the predictor's lock, so as not to wait behind a propagation's
+// frames for it, and again under it: a propagation may have started meanwhile.
 void ServedVideo::refuse_while_propagating() const {
   if (propagating_) {
     throw HttpError(409, "this video is being propagated: wait until GET .../propagate says done, or cancel it "
@@ -124,6 +126,7 @@ FrameMasks ServedVideo::keep(const VideoFrameMasks& result) {
 }
 
 FrameMasks ServedVideo::add_prompt(const VideoPromptRequest& request) {
+  refuse_while_propagating();
   std::lock_guard lock(predictor_mutex_);
   refuse_while_propagating();
   std::vector<std::array<float, 2>> points;
@@ -142,6 +145,7 @@ FrameMasks ServedVideo::add_prompt(const VideoPromptRequest& request) {
 }
 
 FrameMasks ServedVideo::clear_prompts(const ObjectOnFrame& request) {
+  refuse_while_propagating();
   std::lock_guard lock(predictor_mutex_);
   refuse_while_propagating();
   const std::vector<int64_t>& known = predictor_->obj_ids();
@@ -155,6 +159,7 @@ FrameMasks ServedVideo::clear_prompts(const ObjectOnFrame& request) {
 }
 
 std::vector<int64_t> ServedVideo::remove_object(int64_t obj_id) {
+  refuse_while_propagating();
   std::lock_guard lock(predictor_mutex_);
   refuse_while_propagating();
   const std::vector<int64_t> known = predictor_->obj_ids();
@@ -187,6 +192,7 @@ void ServedVideo::reset() {
 }
 
 PropagationProgress ServedVideo::start_propagation(const PropagateRequest& request) {
+  refuse_while_propagating();
   std::lock_guard control(control_mutex_);
   std::unique_lock lock(predictor_mutex_);
   refuse_while_propagating();

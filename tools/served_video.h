@@ -136,7 +136,9 @@ class ServedVideo {
   // Held for each use of the predictor (one frame at a time while propagating).
   std::mutex predictor_mutex_;
   std::unique_ptr<VideoPredictor> predictor_;
-  bool propagating_ = false;                        // guarded by predictor_mutex_
+  // Set and cleared under predictor_mutex_; read without it too, so that a request
+  // is refused at once instead of waiting for the lock between tracked frames.
+  std::atomic<bool> propagating_{false};
   std::map<int64_t, std::set<int64_t>> prompted_;  // obj_id -> frames with prompts; predictor_mutex_
 
   // Starting, cancelling and joining the propagation thread.

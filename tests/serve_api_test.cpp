@@ -528,7 +528,7 @@ TEST_F(ServeApiHttp, PrintsItsUrlAndServesThePageAndHealth) {
   // The page's own files, byte for byte as in web/ (embedded at build time).
   const std::vector<std::pair<std::string, std::string>> files = {
       {"/", "text/html; charset=utf-8"}, {"/app.css", "text/css; charset=utf-8"},
-      {"/app.js", "text/javascript; charset=utf-8"}};
+      {"/app.js", "text/javascript; charset=utf-8"}, {"/video.js", "text/javascript; charset=utf-8"}};
   for (const auto& [path, type] : files) {
     SCOPED_TRACE(path);
     const auto res = client.Get(path);

@@ -1,7 +1,7 @@
 #pragma once
 
-// The real `sam2rt serve` binary on the micro config with synthetic weights, as
-// a child process for the HTTP tests.
+// The real `sam2rt serve` binary on the micro config (synthetic weights unless
+// asked otherwise), as a child process for the HTTP tests.
 
 #include <httplib.h>
 #include <poll.h>
@@ -20,13 +20,23 @@
 
 namespace sam2rt::testing {
 
+// The model flags of the micro config on synthetic weights (the default), or on
+// the fixture checkpoint micro.pt (masks that follow the picture).
+inline std::vector<std::string> synthetic_micro_args() {
+  return {"--synthetic-weights", "0", "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml"};
+}
+inline std::vector<std::string> micro_checkpoint_args() {
+  return {"--model", fixtures_dir() + "/micro/micro.pt", "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml"};
+}
+
 // Starts `sam2rt serve --port 0 ...`, reads the URL from its first stdout line
 // and stops it with SIGTERM.
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args = {}, int port = 0) {
-    std::vector<std::string> args = {cli_path(), "serve", "--port", std::to_string(port), "--synthetic-weights", "0",
-                                     "--config", fixtures_dir() + "/micro/sam2.1_micro.yaml"};
+  explicit ServerProcess(std::vector<std::string> extra_args = {}, int port = 0,
+                         std::vector<std::string> model_args = synthetic_micro_args()) {
+    std::vector<std::string> args = {cli_path(), "serve", "--port", std::to_string(port)};
+    args.insert(args.end(), model_args.begin(), model_args.end());
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe failed");

@@ -32,6 +32,8 @@
 #include "serve_handler.h"
 #include "serve_label_studio.h"
 #include "serve_state.h"
+#include "serve_upload.h"
+#include "serve_video.h"
 
 namespace sam2rt::cli {
 
@@ -144,6 +146,7 @@ struct ServeOptions {
   int64_t max_everything_points = EverythingLimits{}.max_points;
   int concurrent_encodes = 1;
   int queued_encodes = 8;
+  int max_videos = 4;
   LabelStudioOptions label_studio;
   std::string anylabeling_token;
 };
@@ -165,7 +168,13 @@ class SegmentServer {
                           EncodeOptions{.precision = options.model.encoder_precision()},
                           options.model.max_image_pixels),
         labelling_{labelling_images_, model_->config().mask_threshold, options.max_upload_mb * kMiB,
-                   options.model.threads, "sam2rt " + options.model.source().describe()} {}
+                   options.model.threads, "sam2rt " + options.model.source().describe()},
+        videos_(model_, encodes_,
+                VideoServeOptions{.max_upload_bytes = options.max_upload_mb * kMiB,
+                                  .max_videos = options.max_videos,
+                                  .video = {.max_pixels = options.model.max_image_pixels,
+                                            .max_points = options.max_points,
+                                            .threads = options.model.threads}}) {}
 
   void add_routes(httplib::Server& server) {
     server.set_payload_max_length(static_cast<size_t>(options_.max_upload_mb * kMiB));
@@ -189,6 +198,8 @@ class SegmentServer {
     server.Post(kEverythingPath,
                 guarded([this](const httplib::Request& req, httplib::Response& res) { everything(req, res); }));
     server.Delete(kImagePath, guarded([this](const httplib::Request& req, httplib::Response& res) { remove(req, res); }));
+    const auto video_routes =
+        add_video_routes(server, videos_, [this](httplib::Server::Handler handler) { return guarded(handler); });
 
     // Label Studio's backend URL may be the server's root (its routes do not clash
     // with ours; GET / stays the page) or /label-studio/.
@@ -202,6 +213,7 @@ class SegmentServer {
     refuse_other_methods(server, kSegmentPath, "POST");
     refuse_other_methods(server, kEverythingPath, "POST");
     refuse_other_methods(server, kImagePath, "DELETE");
+    for (const auto& [pattern, allowed] : video_routes) refuse_other_methods(server, pattern, allowed);
   }
 
  private:
@@ -225,14 +237,16 @@ class SegmentServer {
     return cli::guarded(plain_error, options_.model.threads, handler);
   }
 
+  // `allowed`: the methods the path answers, as the Allow header lists them ("GET, DELETE").
   void refuse_other_methods(httplib::Server& server, const std::string& pattern, const std::string& allowed) {
     auto refuse = [allowed](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Allow", allowed);
       reply_error(res, 405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed);
     };
-    if (allowed != "GET") server.Get(pattern, refuse);
-    if (allowed != "POST") server.Post(pattern, refuse);
-    if (allowed != "DELETE") server.Delete(pattern, refuse);
+    const auto allows = [&allowed](const std::string& method) { return allowed.find(method) != std::string::npos; };
+    if (!allows("GET")) server.Get(pattern, refuse);
+    if (!allows("POST")) server.Post(pattern, refuse);
+    if (!allows("DELETE")) server.Delete(pattern, refuse);
     server.Put(pattern, refuse);
     server.Patch(pattern, refuse);
   }
@@ -292,31 +306,13 @@ class SegmentServer {
                 {"cache_bytes", images_.bytes()},
                 {"cache_budget_bytes", images_.budget()},
                 {"labelling_images", labelling_images_.size()},
-                {"labelling_encodes", labelling_images_.encodes()}});
-  }
-
-  // The image of an upload: the body's bytes, or the one file of a multipart/form-data
-  // body (curl -F file=@photo.jpg; the field's name does not matter), or its one
-  // field when it has no file (curl -F "file=<photo.jpg").
-  static const std::string& uploaded_bytes(const httplib::Request& req) {
-    if (!req.is_multipart_form_data()) {
-      if (req.body.empty()) throw HttpError(400, "empty upload: send the image file's bytes (PNG or JPEG) as the body");
-      return req.body;
-    }
-    const httplib::MultipartFormData* file = nullptr;
-    for (const auto& [name, part] : req.files) {
-      if (part.filename.empty()) continue;
-      if (file) throw HttpError(400, "multipart upload holds several files; send one image per request");
-      file = &part;
-    }
-    if (!file && req.files.size() == 1) file = &req.files.begin()->second;
-    if (!file) throw HttpError(400, "multipart upload holds no file: send the image as a file field (curl -F file=@photo.jpg)");
-    if (file->content.empty()) throw HttpError(400, "the uploaded file '" + file->filename.substr(0, 64) + "' is empty");
-    return file->content;
+                {"labelling_encodes", labelling_images_.encodes()},
+                {"videos", videos_.size()}});
   }
 
   void upload(const httplib::Request& req, httplib::Response& res) {
-    const std::string& bytes = uploaded_bytes(req);
+    const std::string& bytes =
+        uploaded_bytes(req, {"image", "the image file's bytes (PNG or JPEG)", "photo.jpg"});
     if (static_cast<int64_t>(bytes.size()) > options_.max_upload_mb * kMiB) {
       throw HttpError(413, "upload too large: " + std::to_string(bytes.size()) + " bytes, at most " +
                                std::to_string(options_.max_upload_mb) + " MB (--max-upload-mb)");
@@ -377,6 +373,8 @@ class SegmentServer {
   EncodeGate encodes_;
   ImagesByContent labelling_images_;
   LabellingContext labelling_;
+  // After encodes_: its videos' propagations take encode slots until they stop.
+  ServedVideos videos_;
 };
 
 std::string url_host(const std::string& host) {
@@ -411,7 +409,8 @@ void serve(const ServeOptions& options) {
 
   ModelOptions unpinned = options.model;
   unpinned.pin_compute_threads = false;
-  auto model = unpinned.load();
+  // With the video modules: the video view tracks with the same model.
+  auto model = unpinned.load(/*video=*/true);
   SegmentServer api(options, model);
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
@@ -490,7 +489,8 @@ void register_serve(CLI::App& app) {
       "Serve tap-to-segment in the browser, plus a JSON API.\n"
       "Interactive segmentation in the browser: starts a local HTTP server with a page where you open a photo and "
       "click (object), right-click or shift+click (background) or drag (box) to see the mask, keep several objects "
-      "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask, plus the JSON API "
+      "and download them (COCO JSON, PNG masks, cut-outs), or press Everything to see every mask; or open a video, "
+      "click objects on any frame and track them through it; plus the JSON API "
       "the page uses (docs/SERVE.md). Prints the URL as its first line of output.");
   options->model.add_to(*sub);
   options->model.add_device_to(*sub);
@@ -517,6 +517,11 @@ void register_serve(CLI::App& app) {
   sub->add_option("--concurrent-encodes", options->concurrent_encodes,
                   "images encoded (or segmented everything) at the same time (each uses all --threads)")
       ->default_val(1)
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-videos", options->max_videos,
+                  "videos open at once (each holds a tracker's memory); beyond it the least recently used one "
+                  "that is not propagating is dropped")
+      ->default_val(4)
       ->check(CLI::Range(1, 64));
   sub->add_option("--data-root", options->label_studio.data_root,
                   "Label Studio: the folder its tasks' local images are read from (its media folder for "

@@ -31,6 +31,19 @@ class EncodeGate {
     if (running_ >= max_running_ && waiting_ >= max_waiting_) {
       throw HttpError(503, "busy: " + std::to_string(waiting_) + " images are already waiting to be encoded; retry later");
     }
+    return wait_for_slot(lock);
+  }
+
+  // A slot for work the server has already accepted (a video's propagation,
+  // one frame at a time): it waits its turn however many are queued, instead
+  // of being told to retry.
+  std::unique_ptr<Slot> enter_accepted() {
+    std::unique_lock lock(mutex_);
+    return wait_for_slot(lock);
+  }
+
+ private:
+  std::unique_ptr<Slot> wait_for_slot(std::unique_lock<std::mutex>& lock) {
     ++waiting_;
     freed_.wait(lock, [this] { return running_ < max_running_; });
     --waiting_;
@@ -38,7 +51,6 @@ class EncodeGate {
     return std::make_unique<Slot>(*this);
   }
 
- private:
   void leave() {
     {
       std::lock_guard lock(mutex_);

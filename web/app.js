@@ -1101,6 +1101,7 @@ $("pan-mode").addEventListener("click", () => {
 $("everything").addEventListener("click", segmentEverything);
 $("tap-mode").addEventListener("click", leaveEverything);
 window.addEventListener("keydown", (event) => {
+  if (document.body.dataset.mode !== "photo") return;
   if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
   // Space on a focused button presses it; elsewhere it holds the pan.
   if (event.key === " " && state.id && !(event.target instanceof HTMLButtonElement)) {
@@ -1130,6 +1131,7 @@ window.addEventListener("dragleave", () => document.body.classList.remove("dragg
 window.addEventListener("drop", (event) => {
   event.preventDefault();
   document.body.classList.remove("dragging");
+  if (document.body.dataset.mode !== "photo") return;
   openFile(event.dataTransfer.files[0]);
 });
 window.addEventListener("resize", relayout);

@@ -9,9 +9,15 @@
 // masks, cut-outs); a failed open (a broken WebP) after which the old photo still
 // works, then a real WebP (decoded by the browser, uploaded as PNG); a click on a
 // 24 MP photo timed end to end, 5 times (their median within SAM2RT_CLICK_BUDGET_MS,
-// default 300; all are printed); and touch mode on a 390 px wide phone viewport. Leaves
-// OUTPUT_DIR/screenshot.png (tap), everything.png, objects.png and phone.png.
+// default 300; all are printed); touch mode on a 390 px wide phone viewport; and
+// the video view on a server with the micro checkpoint: open a clip (made by
+// `sam2rt track --overlay-video` from tests/video/clips/leave), click an
+// object (then two quick clicks), box another by a drag, propagate, scrub
+// with the arrow keys and the slider, each frame's overlay against the API's
+// masks. Leaves OUTPUT_DIR/screenshot.png (tap), everything.png, objects.png,
+// phone.png and video.png.
 // Exits nonzero on any failure.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -36,15 +42,15 @@ function check(condition, message) {
   console.log(`ok - ${message}`);
 }
 
-// Mask pixels actually painted on the overlay canvas (alpha > 0).
-async function paintedMaskPixels(page) {
-  return page.evaluate(() => {
-    const canvas = document.getElementById("mask");
+// Mask pixels actually painted on an overlay canvas (alpha > 0).
+async function paintedMaskPixels(page, canvasId = "mask") {
+  return page.evaluate((id) => {
+    const canvas = document.getElementById(id);
     const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
     let count = 0;
     for (let i = 3; i < data.length; i += 4) count += data[i] > 0 ? 1 : 0;
     return count;
-  });
+  }, canvasId);
 }
 
 // A synthetic photo (a gradient with a dark ellipse) encoded by the browser.
@@ -381,6 +387,7 @@ async function main() {
     await context.close();
     context = null;
     await phone(address, profile);
+    await video(profile);
   } finally {
     if (context) await context.close();
     server.kill("SIGTERM");
@@ -438,6 +445,129 @@ async function phone(address, profile) {
   } finally {
     await context.close();
     rmSync(`${profile}-phone`, { recursive: true, force: true });
+  }
+}
+
+// A clip of the leave fixture (8 frames, 256x144) as MP4, written by sam2rt itself.
+function makeClip(folder) {
+  const clip = path.join(folder, "leave.mp4");
+  const source = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "video", "clips", "leave");
+  execFileSync(binary, ["track", "--synthetic-weights", "0", "--config", path.join(fixtures, "micro", "sam2.1_micro.yaml"),
+                        "--video", source, "--point", "0:1,1", "--out-dir", path.join(folder, "masks"),
+                        "--overlay-video", clip, "--quiet"], { stdio: ["ignore", "ignore", "inherit"] });
+  return clip;
+}
+
+// The video view: open, click, propagate, scrub.
+async function video(profile) {
+  const VIDEO_WIDTH = 256, VIDEO_HEIGHT = 144, VIDEO_FRAMES = 8;
+  const folder = mkdtempSync(path.join(tmpdir(), "sam2rt-video-"));
+  const { server, url } = startServer(binary, fixtures, [], { checkpoint: true });
+  const context = await chromium.launchPersistentContext(`${profile}-video`, {
+    executablePath: chromiumPath, headless: true, viewport: { width: 1000, height: 800 }, args: BROWSER_ARGS,
+  });
+  try {
+    const clip = makeClip(folder);
+    const page = context.pages()[0] || await context.newPage();
+    const pageErrors = [];
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("console", (message) => { if (message.type() === "error") pageErrors.push(message.text()); });
+    await page.goto(await url);
+    await page.click("#mode-video");
+    check(await page.locator("#video-view").isVisible() && !(await page.locator("#photo-view").isVisible()),
+          "the Video button shows the video view instead of the photo's");
+    await page.setInputFiles("#video-file", clip);
+    await page.waitForFunction(() => document.body.dataset.videoFrame === "0", null, { timeout: 60_000 });
+    const size = await page.evaluate(() => [document.getElementById("video-frame").naturalWidth,
+                                            document.getElementById("video-frame").naturalHeight]);
+    check(size[0] === VIDEO_WIDTH && size[1] === VIDEO_HEIGHT, `frame 0 is shown at ${size.join("x")}`);
+    check((await page.textContent("#video-status")).includes(`${VIDEO_FRAMES} frames`), "the status line gives the length");
+
+    const marks = page.locator("#video-marks");
+    const box = await marks.boundingBox();
+    await marks.click({ position: { x: 49 * box.width / VIDEO_WIDTH, y: 41 * box.height / VIDEO_HEIGHT } });
+    await page.waitForFunction(() => ["mask", "error"].includes(document.body.dataset.videoState));
+    check(await page.evaluate(() => document.body.dataset.videoState) === "mask", "a click on the frame gives masks");
+    check(await page.getAttribute("#video-marks", "data-labels") === "1", "the click is an object point");
+    const clicked = Number(await page.getAttribute("#video-mask", "data-pixels"));
+    check(clicked > 100 && clicked === await paintedMaskPixels(page, "video-mask"),
+          `the overlay shows the object's ${clicked} mask pixels`);
+
+    // Two more clicks at once: both are kept and sent one after the other.
+    await marks.click({ position: { x: 230 * box.width / VIDEO_WIDTH, y: 20 * box.height / VIDEO_HEIGHT },
+                        button: "right" });
+    await marks.click({ position: { x: 60 * box.width / VIDEO_WIDTH, y: 50 * box.height / VIDEO_HEIGHT } });
+    check(await page.getAttribute("#video-marks", "data-labels") === "1,0,1", "quick clicks show their points at once");
+    await page.waitForFunction(() => ["mask", "error"].includes(document.body.dataset.videoState) &&
+                                     !document.getElementById("video-propagate").disabled);
+    check(await page.evaluate(() => document.body.dataset.videoState) === "mask", "both clicks are answered");
+
+    // A second object, boxed by a drag.
+    await page.click("#video-new-object");
+    check(await page.inputValue("#video-object") === "2", "New object makes object 2 the chosen one");
+    const corner = (x, y) => [box.x + x * box.width / VIDEO_WIDTH, box.y + y * box.height / VIDEO_HEIGHT];
+    await page.mouse.move(...corner(150, 30));
+    await page.mouse.down();
+    await page.mouse.move(...corner(200, 80), { steps: 4 });
+    await page.mouse.move(...corner(250, 130), { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => ["mask", "error"].includes(document.body.dataset.videoState) &&
+                                     !document.getElementById("video-propagate").disabled);
+    const drawn = (await page.getAttribute("#video-marks", "data-box")).split(",").map(Number);
+    check(drawn.length === 4 && Math.abs(drawn[0] - 150) < 2 && Math.abs(drawn[3] - 130) < 2,
+          `a drag draws object 2's box (${drawn.join(", ")})`);
+    check(await page.getAttribute("#video-marks", "data-labels") === "", "the drag added no point");
+
+    await page.click("#video-propagate");
+    await page.waitForFunction(() => ["tracked", "failed", "error"].includes(document.body.dataset.videoState), null,
+                               { timeout: 60_000 });
+    check(await page.evaluate(() => document.body.dataset.videoState) === "tracked", "Propagate tracks the video");
+    const progress = await page.evaluate(() => [document.getElementById("video-progress").value,
+                                                document.getElementById("video-progress").max]);
+    check(progress[0] === VIDEO_FRAMES && progress[1] === VIDEO_FRAMES, `the progress bar is full (${progress.join("/")})`);
+
+    // Each frame's overlay is the API's masks of that frame: the pixels of any object.
+    const apiPixels = (frame) => page.evaluate(async (f) => {
+      const id = document.getElementById("video-frame").src.match(/videos\/([0-9a-f]+)\//)[1];
+      const answer = await (await fetch(`/v1/videos/${id}/masks/${f}?format=rle`)).json();
+      if (answer.objects.length !== 2) throw new Error(`frame ${f} has ${answer.objects.length} objects, not 2`);
+      const union = new Set();
+      for (const { rle } of answer.objects) {
+        let start = 0;
+        rle.counts.forEach((count, run) => {
+          if (run % 2 === 1) for (let k = start; k < start + count; k++) union.add(k);
+          start += count;
+        });
+      }
+      return union.size;
+    }, frame);
+    const shows = async (frame) => {
+      await page.waitForFunction((f) => document.body.dataset.videoFrame === String(f) &&
+                                        document.getElementById("video-mask").dataset.frame === String(f), frame);
+      const painted = await paintedMaskPixels(page, "video-mask");
+      check(painted === await apiPixels(frame), `frame ${frame} shows its ${painted} tracked mask pixels`);
+      return painted;
+    };
+    await page.locator("body").press("ArrowRight");
+    await shows(1);
+    await page.locator("body").press("ArrowRight");
+    await shows(2);
+    await page.locator("body").press("ArrowLeft");
+    await shows(1);
+    await page.$eval("#video-scrubber", (slider) => {
+      slider.value = "5";
+      slider.dispatchEvent(new Event("input"));
+    });
+    const later = await shows(5);
+    check((await page.textContent("#video-frame-number")).startsWith("frame 5"), "the slider moves to frame 5");
+    check(later !== clicked, "a later frame shows its own mask, not the clicked frame's");
+    await page.screenshot({ path: path.join(outputDir, "video.png"), fullPage: true });
+    check(pageErrors.length === 0, `no errors in the video page${pageErrors.length ? ": " + pageErrors.join("; ") : ""}`);
+  } finally {
+    await context.close();
+    server.kill("SIGTERM");
+    rmSync(`${profile}-video`, { recursive: true, force: true });
+    rmSync(folder, { recursive: true, force: true });
   }
 }
 

@@ -76,6 +76,19 @@ class VulkanOpsTest : public VulkanTest {
     }
   }
 
+  // softmax_rows of scale * x on the device against the CPU's, x [rows, cols].
+  void expect_softmax_rows_like_the_cpu(int64_t rows, int64_t cols, uint32_t seed, float scale) {
+    const Tensor x = random_tensor({rows, cols}, seed, 20.0f);
+    Tensor expected = x.clone();
+    for (float& v : expected) v *= scale;
+    softmax_rows(expected.data(), rows, cols, cols);
+    const DeviceBuffer dx = upload(x);
+    CommandRecorder recorder(context());
+    ops().softmax_rows(recorder, all_elements(dx), rows, cols, scale);
+    recorder.submit();
+    EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6) << rows << " x " << cols;
+  }
+
  private:
   void make_ops() { ops_ = std::make_unique<VulkanOps>(context()); }
   std::unique_ptr<VulkanOps> ops_;
@@ -117,41 +130,18 @@ TEST_F(VulkanOpsTest, TiledLinearMatchesPackedLinear) {
 }
 
 TEST_F(VulkanOpsTest, SoftmaxRowsMatchesTheCpu) {
-  const int64_t rows = 33, cols = 77;
-  const Tensor x = random_tensor({rows, cols}, 31, 20.0f);
-  Tensor expected = x.clone();
-  softmax_rows(expected.data(), rows, cols, cols);
-  const DeviceBuffer dx = upload(x);
-  CommandRecorder recorder(context());
-  ops().softmax_rows(recorder, all_elements(dx), rows, cols);
-  recorder.submit();
-  EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
-
+  expect_softmax_rows_like_the_cpu(33, 77, 31, 1.0f);
   // With a scale: the softmax of scale * x (attention's scores).
-  const float scale = 0.125f;
-  Tensor scaled = x.clone();
-  for (float& v : scaled) v *= scale;
-  softmax_rows(scaled.data(), rows, cols, cols);
-  const DeviceBuffer dx2 = upload(x);
-  CommandRecorder again(context());
-  ops().softmax_rows(again, all_elements(dx2), rows, cols, scale);
-  again.submit();
-  EXPECT_LE(scaled_max_error(download(dx2, {rows, cols}), scaled), 1e-6);
+  expect_softmax_rows_like_the_cpu(33, 77, 31, 0.125f);
 }
 
 // Rows as long as the memory attention's (28 736 memory tokens): three passes
 // over the row, more than llvmpipe's 65535 loop iterations per invocation if
 // each iteration took one column.
 TEST_F(VulkanOpsTest, SoftmaxRowsOfManyColumnsMatchesTheCpu) {
-  const int64_t rows = 3, cols = 30001;
-  const Tensor x = random_tensor({rows, cols}, 32, 20.0f);
-  Tensor expected = x.clone();
-  softmax_rows(expected.data(), rows, cols, cols);
-  const DeviceBuffer dx = upload(x);
+  expect_softmax_rows_like_the_cpu(3, 30001, 32, 1.0f);
+  const DeviceBuffer dx = zeros(VulkanOps::kMaxSoftmaxColumns + 1);
   CommandRecorder recorder(context());
-  ops().softmax_rows(recorder, all_elements(dx), rows, cols);
-  recorder.submit();
-  EXPECT_LE(scaled_max_error(download(dx, {rows, cols}), expected), 1e-6);
   EXPECT_THROW(ops().softmax_rows(recorder, all_elements(dx), 1, VulkanOps::kMaxSoftmaxColumns + 1), Error);
 }
 

@@ -25,32 +25,43 @@ struct WindowShape {
   int64_t token() const { return 3 * channels; }
 };
 
-// Per-thread buffers kept between calls and only grown: no allocation in the
-// encoder's steady state.
-struct WindowScratch {
-  std::vector<float> tokens, pooled, attended;
-  std::vector<char> inputs;
-  std::vector<float> projected;
-
-  static WindowScratch& of_this_thread(const WindowShape& shape) {
-    thread_local WindowScratch scratch;
-    auto grow = [](std::vector<float>& buffer, int64_t size) {
-      if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(static_cast<size_t>(size));
-    };
-    grow(scratch.tokens, shape.keys() * shape.token());
-    grow(scratch.pooled, shape.q_pool ? shape.queries() * shape.channels : 0);
-    grow(scratch.attended, shape.queries() * shape.channels);
-    return scratch;
-  }
-};
-
-void check_window_shape(const WindowShape& shape, const Shape& grid) {
+// The shape of every window of a grid `grid` ([H, W, 3C] or its inputs'), checked.
+WindowShape window_shape(int64_t window, int64_t channels, int64_t heads, bool q_pool, bool bf16_products,
+                         const Shape& grid) {
+  const WindowShape shape{.window = window,
+                          .out_window = q_pool ? window / 2 : window,
+                          .channels = channels,
+                          .heads = heads,
+                          .q_pool = q_pool,
+                          .bf16_products = bf16_products};
   if (shape.window < 1 || shape.heads < 1 || shape.channels % shape.heads != 0 ||
       (shape.q_pool && shape.window % 2 != 0)) {
     throw Error("windowed attention: bad window " + std::to_string(shape.window) + " or heads " +
                 std::to_string(shape.heads) + " for " + shape_to_string(grid));
   }
+  return shape;
 }
+
+// Per-thread buffers kept between calls and only grown: no allocation in the
+// encoder's steady state.
+struct WindowScratch {
+  std::vector<float> tokens, pooled, attended;
+  std::vector<char> inputs;     // the tiled form: a group of windows' tokens, inputs of the qkv Linear
+  std::vector<float> projected;  // and their qkv
+
+  static WindowScratch& of_this_thread(const WindowShape& shape) {
+    thread_local WindowScratch scratch;
+    grow(scratch.tokens, shape.keys() * shape.token());
+    grow(scratch.pooled, shape.q_pool ? shape.queries() * shape.channels : 0);
+    grow(scratch.attended, shape.queries() * shape.channels);
+    return scratch;
+  }
+
+  template <typename T>
+  static void grow(std::vector<T>& buffer, int64_t size) {
+    if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(static_cast<size_t>(size));
+  }
+};
 
 // Multi-head attention inside one window: `tokens` holds its window x window
 // tokens (q | k | v each, row after row of the window); with q_pool, q is
@@ -133,13 +144,7 @@ void windowed_attention(const Tensor& qkv, int64_t window, const float* pad_toke
     throw Error("windowed attention: qkv must be [H, W, 3C], got " + shape_to_string(qkv.shape()));
   }
   const int64_t height = qkv.dim(0), width = qkv.dim(1);
-  const WindowShape shape{.window = window,
-                          .out_window = q_pool ? window / 2 : window,
-                          .channels = qkv.dim(2) / 3,
-                          .heads = heads,
-                          .q_pool = q_pool,
-                          .bf16_products = bf16_products};
-  check_window_shape(shape, qkv.shape());
+  const WindowShape shape = window_shape(window, qkv.dim(2) / 3, heads, q_pool, bf16_products, qkv.shape());
   const int64_t out_height = q_pool ? height / 2 : height, out_width = q_pool ? width / 2 : width;
   const int64_t rows = windows_along(height, window), cols = windows_along(width, window);
   if (out.shape() != Shape{out_height, out_width, shape.channels} ||
@@ -180,13 +185,8 @@ void qkv_windowed_attention_tiled(const PackedLinear& qkv, const void* x, int64_
                 " windows do not tile the " + std::to_string(height) + "x" + std::to_string(width) +
                 " grid, or the qkv layer's " + std::to_string(qkv.out_features()) + " outputs are not 3 x C");
   }
-  const WindowShape shape{.window = window,
-                          .out_window = q_pool ? window / 2 : window,
-                          .channels = qkv.out_features() / 3,
-                          .heads = heads,
-                          .q_pool = q_pool,
-                          .bf16_products = bf16_products};
-  check_window_shape(shape, Shape{height, width, qkv.out_features()});
+  const WindowShape shape =
+      window_shape(window, qkv.out_features() / 3, heads, q_pool, bf16_products, Shape{height, width, qkv.out_features()});
   const int64_t out_height = q_pool ? height / 2 : height, out_width = q_pool ? width / 2 : width;
   if (out.shape() != Shape{out_height, out_width, shape.channels}) {
     throw Error("windowed attention: output is " + shape_to_string(out.shape()) + ", expected [" +
@@ -204,10 +204,8 @@ void qkv_windowed_attention_tiled(const PackedLinear& qkv, const void* x, int64_
     WindowScratch& scratch = WindowScratch::of_this_thread(shape);
     const int64_t first = group * per_group, count = std::min(per_group, windows - first);
     const int64_t tokens = count * shape.keys();
-    if (scratch.inputs.size() < tokens * input_bytes) scratch.inputs.resize(tokens * input_bytes);
-    if (static_cast<int64_t>(scratch.projected.size()) < tokens * shape.token()) {
-      scratch.projected.resize(static_cast<size_t>(tokens * shape.token()));
-    }
+    WindowScratch::grow(scratch.inputs, tokens * static_cast<int64_t>(input_bytes));
+    WindowScratch::grow(scratch.projected, tokens * shape.token());
     // The group's tokens window after window, each window row after row: the
     // qkv rows of a window then lie together, as attend_window reads them.
     char* input = scratch.inputs.data();

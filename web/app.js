@@ -417,10 +417,19 @@ function maskLayer(mask, colour) {
   canvas.height = h;
   const context = canvas.getContext("2d");
   const pixels = context.createImageData(w, h);
+  const count = paintOutlinedMask(pixels, on, [...colour, 130]);
+  context.putImageData(pixels, 0, 0);
+  return { canvas, pixels: count };
+}
+
+// Paints the mask bits `on` (one per pixel of `pixels`, an ImageData) in the
+// colour `fill` [r, g, b, a], its outline white; returns the pixels painted.
+function paintOutlinedMask(pixels, on, fill) {
+  const { width: w, height: h } = pixels;
   // One 32-bit write per pixel: RGBA bytes in memory order, whatever the CPU's.
   const words = new Uint32Array(pixels.data.buffer);
   const rgba = (red, green, blue, alpha) => new Uint32Array(Uint8ClampedArray.of(red, green, blue, alpha).buffer)[0];
-  const fill = rgba(...colour, 130), edge = rgba(255, 255, 255, 230);
+  const inside = rgba(...fill), edge = rgba(255, 255, 255, 230);
   let count = 0;
   for (let y = 0; y < h; y++) {
     const row = y * w, border = y === 0 || y === h - 1;
@@ -429,11 +438,10 @@ function maskLayer(mask, colour) {
       if (!on[i]) continue;
       count++;
       const outline = border || x === 0 || x === w - 1 || !on[i - 1] || !on[i + 1] || !on[i - w] || !on[i + w];
-      words[i] = outline ? edge : fill;
+      words[i] = outline ? edge : inside;
     }
   }
-  context.putImageData(pixels, 0, 0);
-  return { canvas, pixels: count };
+  return count;
 }
 
 // Every object's mask on the overlay, the current one on top and stronger.

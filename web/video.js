@@ -2,7 +2,7 @@
 // The video view of the page: open a video, click (or box) objects on any frame, track
 // them through the video (POST /v1/videos/{id}/propagate) and scrub through
 // each frame's masks. Shares app.js's helpers (a classic script loaded before this one).
-/* global $, callApi, rleBits, objectColour */
+/* global $, callApi, rleBits, objectColour, paintOutlinedMask */
 const videoFrame = $("video-frame"), videoMask = $("video-mask"), videoMarks = $("video-marks");
 const PROGRESS_POLL_MS = 250;
 const VIDEO_DRAG_PIXELS = 6;
@@ -119,26 +119,13 @@ function drawVideoMasks() {
   }
   const context = videoMask.getContext("2d");
   const pixels = context.createImageData(w, h);
-  const words = new Uint32Array(pixels.data.buffer);
-  const rgba = (r, g, b, a) => new Uint32Array(Uint8ClampedArray.of(r, g, b, a).buffer)[0];
   const masks = videoState.masks.get(videoState.frame) || [];
   let painted = 0;
   // The current object last, on top.
   const ordered = [...masks].sort((a, b) => (a.obj_id === videoState.current) - (b.obj_id === videoState.current));
   for (const mask of ordered) {
-    const on = rleBits(mask.rle);
-    const [r, g, b] = objectColourOf(mask.obj_id);
-    const fill = rgba(r, g, b, mask.obj_id === videoState.current ? 140 : 100), edge = rgba(255, 255, 255, 230);
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        const i = y * w + x;
-        if (!on[i]) continue;
-        painted++;
-        const outline = x === 0 || y === 0 || x === w - 1 || y === h - 1 ||
-                        !on[i - 1] || !on[i + 1] || !on[i - w] || !on[i + w];
-        words[i] = outline ? edge : fill;
-      }
-    }
+    const alpha = mask.obj_id === videoState.current ? 140 : 100;
+    painted += paintOutlinedMask(pixels, rleBits(mask.rle), [...objectColourOf(mask.obj_id), alpha]);
   }
   context.putImageData(pixels, 0, 0);
   videoMask.dataset.frame = String(videoState.frame);

@@ -30,10 +30,16 @@ inline constexpr TestVideoCodec kLosslessFfv1{"ffv1", AV_PIX_FMT_0RGB32, 1, 0};
 inline constexpr TestVideoCodec kMpeg4WithBFrames{"mpeg4", AV_PIX_FMT_YUV420P, 4, 2};
 inline constexpr TestVideoCodec kMotionJpeg{"mjpeg", AV_PIX_FMT_YUVJ420P, 1, 0};
 
+// Whether packets carry their frame's duration. Without one, MP4's edit list
+// ends where the last frame starts, and readers (FFmpeg's, players) leave
+// that frame out: a file some muxing tools write.
+enum class FrameDurations { kWritten, kLeftOut };
+
 // Frames `frames` (all of one size) at 25 fps into `path`; the container
-// follows the extension (.mkv, .avi, .nut, .mp4, ...).
+// follows the extension (.mkv, .avi, .nut, .mov, .mp4, ...).
 inline void write_test_video(const std::string& path, const std::vector<RgbImage>& frames,
-                             const TestVideoCodec& codec_choice) {
+                             const TestVideoCodec& codec_choice,
+                             FrameDurations durations = FrameDurations::kWritten) {
   auto check = [&](int status, const char* what) {
     if (status < 0) throw std::runtime_error(std::string("write_test_video: ") + what);
   };
@@ -73,6 +79,7 @@ inline void write_test_video(const std::string& path, const std::vector<RgbImage
   AVPacket* packet = av_packet_alloc();
   auto drain = [&] {
     while (avcodec_receive_packet(codec, packet) == 0) {
+      packet->duration = durations == FrameDurations::kWritten ? 1 : 0;
       av_packet_rescale_ts(packet, codec->time_base, stream->time_base);
       packet->stream_index = stream->index;
       check(av_interleaved_write_frame(format, packet), "write");

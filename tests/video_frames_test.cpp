@@ -234,7 +234,25 @@ TEST_P(VideoFfmpegContainer, DamagedBytesGiveFramesOrOneError) {
   EXPECT_GT(refused, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(VideoContainers, VideoFfmpegContainer, ::testing::Values("mkv", "avi", "nut"));
+INSTANTIATE_TEST_SUITE_P(VideoContainers, VideoFfmpegContainer, ::testing::Values("mkv", "avi", "nut", "mov"));
+
+// A last frame written without a duration falls outside MP4's edit list:
+// the file shows one frame fewer than its header counts, as FFmpeg's own
+// tools and players show it; neither codec kind calls that truncated.
+TEST(VideoFfmpeg, Mp4ReadsTheFramesItsEditListShows) {
+  TempDir dir;
+  for (const testing::TestVideoCodec& codec : {testing::kMotionJpeg, kMpeg4WithBFrames}) {
+    for (const auto durations : {testing::FrameDurations::kWritten, testing::FrameDurations::kLeftOut}) {
+      const std::string path = (dir.path() / "clip.mp4").string();
+      write_test_video(path, pattern_frames(8), codec, durations);
+      FfmpegVideoFrames frames(path);
+      const int64_t shown = durations == testing::FrameDurations::kWritten ? 8 : 7;
+      EXPECT_EQ(frames.frame_count(), shown) << codec.encoder;
+      EXPECT_EQ(static_cast<int64_t>(read_all(frames).size()), shown) << codec.encoder;
+      EXPECT_EQ(frames.frame(shown - 1).width, 48) << codec.encoder;
+    }
+  }
+}
 
 TEST(VideoFfmpeg, GoingBackSeeksThroughGroupsOfPicturesWithBFrames) {
   TempDir dir;

@@ -15,6 +15,7 @@ extern "C" {
 #include <cstdarg>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -224,14 +225,28 @@ struct FfmpegVideoFrames::State {
     }
     if (format->pb && format->pb->error < 0) fail(ffmpeg_error_text(format->pb->error));
     check_log();
-    if (stream->nb_frames > packets) {
-      fail("truncated: the header declares " + std::to_string(stream->nb_frames) +
+    const int64_t declared = declared_frames();
+    if (declared > packets) {
+      fail("truncated: the header declares " + std::to_string(declared) +
            " frames, the file holds " + std::to_string(packets));
     }
     check_duration(last_stamp);
     if (shown == 0) fail("the video stream holds no frames");
     frame_count = shown;
     open();
+  }
+
+  // The frames the header says the stream holds (0: it does not say). An MP4
+  // or QuickTime header counts every sample, but its edit list can end before
+  // the last of them (a last frame written without a duration): the demuxer
+  // then leaves those samples out of its index, as players leave them out.
+  int64_t declared_frames() const {
+    int64_t declared = stream->nb_frames;
+    if (std::string_view(format->iformat->name).starts_with("mov,")) {
+      const int indexed = avformat_index_get_entries_count(stream);
+      if (indexed > 0) declared = std::min<int64_t>(declared, indexed);
+    }
+    return declared;
   }
 
   // Containers such as Matroska record no frame count, only a duration

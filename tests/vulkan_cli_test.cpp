@@ -1,8 +1,8 @@
 // `--device` on the CLI: without a usable Vulkan device (or in a build without
 // Vulkan) one line and a nonzero exit from every command that takes it; with
 // SAM2RT_VULKAN, `encode --device vulkan` matches `--device cpu` at the golden
-// tolerances, `segment` and `everything` meet the micro goldens under their own
-// rules, `serve` answers as the CPU server does, and `bench` reports every op on
+// tolerances, `segment`, `everything` and `track` meet the micro goldens under
+// their own rules, `serve` answers as the CPU server does, and `bench` reports every op on
 // the device (lavapipe in CI).
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 
 #include "cli_goldens.h"
 #include "cli_runner.h"
+#include "cli_track_goldens.h"
 #include "scoped_environment.h"
 #include "server_process.h"
 #include "test_paths.h"
@@ -41,7 +42,9 @@ TEST(CliDevice, WithoutVulkanSaysSoInOneLine) {
        scratch.file("mask.png"), "--device", "vulkan"},
       {"everything", "--config", config, "--synthetic-weights", "0", "--image", image, "--json",
        scratch.file("masks.json"), "--device", "vulkan", "--gpu-index", "0"},
-      {"serve", "--config", config, "--synthetic-weights", "0", "--port", "0", "--device", "vulkan"}};
+      {"serve", "--config", config, "--synthetic-weights", "0", "--port", "0", "--device", "vulkan"},
+      {"track", "--config", config, "--synthetic-weights", "0", "--video", pan_clip(), "--point", "0:10,10",
+       "--out-dir", scratch.file("masks"), "--device", "vulkan"}};
   for (const auto& run : runs) {
     SCOPED_TRACE(run.front());
     const CliResult result = run_cli(run, scratch, 120);
@@ -49,7 +52,7 @@ TEST(CliDevice, WithoutVulkanSaysSoInOneLine) {
     EXPECT_EQ(result.err.find("sam2rt: error: no Vulkan device: "), 0u) << result.err;
     EXPECT_TRUE(result.err.ends_with("; use --device cpu\n")) << result.err;
   }
-  for (const char* name : {"features.safetensors", "mask.png", "masks.json"}) {
+  for (const char* name : {"features.safetensors", "mask.png", "masks.json", "masks"}) {
     EXPECT_FALSE(std::filesystem::exists(scratch.file(name))) << name;
   }
 }
@@ -182,6 +185,19 @@ TEST(CliVulkan, EverythingMeetsTheMicroGolden) { check_amg_case("micro_mm_g8", {
 // --use-m2m: each candidate refined with its own logits as mask input, decoded on the device too.
 TEST(CliVulkan, EverythingWithMaskToMaskMeetsTheMicroGolden) {
   check_amg_case("micro_m2m_holes", {"--device", "vulkan"});
+}
+
+// Tracking with the encoder, the decoder and both memory modules on the
+// device: two objects, every frame's masks as the official predictor's.
+TEST(CliVulkan, TrackMeetsTheMicroGoldens) {
+  ScratchDir s("track_vulkan");
+  const CliResult r = run_cli(micro_track(s, pan_clip(),
+                                          {"--point", "0:125,85", "--obj", "7", "--box", "0:205,70,240,120", "--device",
+                                           "vulkan"}),
+                              s, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(files_in(s.file("masks")).size(), static_cast<size_t>(2 * kFrames));
+  expect_masks_match_golden(s, "micro_two_objects.safetensors", 2, {1, 7});
 }
 
 TEST(CliVulkan, ServeAnswersAsTheCpuServerDoes) {

@@ -364,6 +364,7 @@ void register_track(CLI::App& app) {
       "--json / --overlay-video are not written.");
   command->app = sub;
   command->model.add_to(*sub);
+  command->model.add_device_to(*sub);
   sub->add_option("--video", command->video_path, "folder of JPEG frames, video file, - (standard input) or /dev/videoN")
       ->required();
   auto one_per_flag = [](CLI::Option* option) {

@@ -56,9 +56,10 @@ void ModelOptions::add_to(CLI::App& command) {
 
 void ModelOptions::add_device_to(CLI::App& command) {
   command.add_option("--device", device,
-                     "where the model runs: cpu, or vulkan (a GPU through Vulkan): the image encoder, and the mask "
-                     "decoder of every prompt, reading the features the encoder left on the device (the prompt "
-                     "encoder and the upscaling to the image stay on the CPU)")
+                     "where the model runs: cpu, or vulkan (a GPU through Vulkan): the image encoder, the mask "
+                     "decoder of every prompt, reading the features the encoder left on the device, and in video "
+                     "tracking the memory attention and memory encoder (the prompt encoder and the upscaling to the "
+                     "image stay on the CPU)")
       ->default_val("cpu")
       ->check(CLI::IsMember({"cpu", "vulkan"}));
   command.add_option("--gpu-index", gpu_index, "with --device vulkan: which Vulkan device (0 = the first)")

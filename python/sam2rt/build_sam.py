@@ -239,7 +239,8 @@ def build_sam2_video_predictor(
 ):
     """Loads a SAM 2.1 model as a SAM2VideoPredictor, as the official build_sam2_video_predictor.
 
-    The arguments are build_sam2's. apply_postprocessing also binarizes the memory of
+    The arguments are build_sam2's; on device="vulkan" the memory attention and the memory
+    encoder run on the GPU too. apply_postprocessing also binarizes the memory of
     frames prompted with points and fills mask holes of up to 8 low-res pixels, as the
     official one does; the hydra overrides ``model.binarize_mask_from_pts_for_mem_enc``,
     ``model.fill_hole_area``, ``model.non_overlap_masks``, ``model.clear_non_cond_mem_around_input``

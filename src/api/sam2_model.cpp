@@ -13,8 +13,9 @@ namespace sam2rt {
 Sam2Model::Sam2Model(ModelConfig config, WeightMap weights, std::shared_ptr<Backend> backend)
     : config_(std::move(config)),
       weights_(std::move(weights)),
-      encoder_(backend ? ImageEncoder(config_, weights_, backend) : ImageEncoder(config_, weights_)),
-      heads_(config_, weights_, std::move(backend)) {}
+      backend_(std::move(backend)),
+      encoder_(backend_ ? ImageEncoder(config_, weights_, backend_) : ImageEncoder(config_, weights_)),
+      heads_(config_, weights_, backend_) {}
 
 WeightMap Sam2Model::load_weights(const ModelSource& source, const ModelConfig& config, bool video) {
   if (source.synthetic_salt) {

@@ -31,10 +31,14 @@ class Sam2Model {
   const WeightMap& weights() const { return weights_; }
   const ImageEncoder& encoder() const { return encoder_; }
   const SamHeads& heads() const { return heads_; }
+  // Where the model runs: the backend it was built with (null: the CPU). The
+  // video tracker's memory modules run there too.
+  const std::shared_ptr<Backend>& backend() const { return backend_; }
 
  private:
   ModelConfig config_;
   WeightMap weights_;
+  std::shared_ptr<Backend> backend_;
   ImageEncoder encoder_;
   SamHeads heads_;
 };

@@ -36,7 +36,7 @@ VideoPredictor::VideoPredictor(std::shared_ptr<const Sam2Model> model, VideoFram
       frames_(std::move(frames)),
       tracking_(options.tracking.value_or(tracking_config(model_->config()))),
       options_(options),
-      tracker_(model_->config(), tracking_, model_->weights(), model_->heads()) {
+      tracker_(model_->config(), tracking_, model_->weights(), model_->heads(), model_->backend()) {
   if (frames_.num_frames <= 0) throw Error("the video has no frames");
   if (frames_.width <= 0 || frames_.height <= 0) throw Error("the video's frame size is unknown");
   if (!frames_.load) throw Error("the video has no frame reader");

@@ -48,7 +48,9 @@ struct VideoPredictorOptions {
 // SAM2VideoPredictor (sam2/sam2_video_predictor.py) for one video: objects
 // prompted with points, boxes or masks on any frames, then tracked through
 // the video, each object separately, as the official predictor does. Method
-// names and semantics are the official ones; Error where it raises.
+// names and semantics are the official ones; Error where it raises. It runs
+// where the model runs (Sam2Model::backend()): on a device, the encoder, the
+// mask decoder and both memory modules.
 class VideoPredictor {
  public:
   VideoPredictor(std::shared_ptr<const Sam2Model> model, VideoFrames frames, VideoPredictorOptions options = {});

@@ -201,14 +201,51 @@ async function showVideoFrame(frame) {
 // ---------------------------------------------------------------------------
 // Opening a video. The old one stays until the new one is open.
 
+// POST /v1/videos with the bytes sent reported (fetch cannot report them): onSent(fraction)
+// while the file goes up; the server then reads every frame before it answers.
+function uploadVideo(file, onSent) {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", "/v1/videos");
+    request.setRequestHeader("Content-Type", "application/octet-stream");
+    request.responseType = "json";
+    request.upload.onprogress = (event) => { if (event.lengthComputable) onSent(event.loaded / event.total); };
+    request.upload.onload = () => onSent(1);
+    request.onload = () => {
+      if (request.status >= 200 && request.status < 300) {
+        resolve(request.response);
+        return;
+      }
+      const error = new Error((request.response && request.response.error) || `HTTP ${request.status}`);
+      error.status = request.status;
+      reject(error);
+    };
+    request.onerror = () => reject(new Error("the upload failed (connection lost)"));
+    request.send(file);
+  });
+}
+
 async function openVideo(file) {
   if (!file) return;
   const attempt = ++videoState.opening;
   setMode("video");
-  showVideoStatus(`Opening ${file.name}\u2026 (every frame is read once)`);
+  showVideoStatus(`Uploading ${file.name}\u2026`);
   document.body.dataset.videoState = "opening";
+  // The progress bar shows the upload unless the open video is being tracked.
+  const showSent = (fraction) => {
+    if (attempt !== videoState.opening) return;
+    if (fraction < 1) {
+      showVideoStatus(`Uploading ${file.name}\u2026 ${Math.floor(fraction * 100)}%`);
+    } else {
+      showVideoStatus(`Reading every frame of ${file.name}\u2026`);
+    }
+    if (videoState.propagation !== null) return;
+    $("video-progress").max = 1;
+    $("video-progress").value = fraction;
+    $("video-progress").hidden = false;
+  };
   try {
-    const info = await callApi("POST", "/v1/videos", file, "application/octet-stream");
+    const info = await uploadVideo(file, showSent);
     if (attempt !== videoState.opening) {
       callApi("DELETE", `/v1/videos/${info.id}`).catch(() => {});
       return;
@@ -228,6 +265,10 @@ async function openVideo(file) {
     await showVideoFrame(0);
   } catch (error) {
     if (attempt !== videoState.opening) return;
+    if (videoState.propagation === null) {
+      $("video-progress").value = 0;
+      updateVideoButtons();
+    }
     const still = videoState.id ? ` \u00b7 still working on ${videoState.name}` : "";
     showVideoStatus(`Could not open ${file.name}: ${error.message}${still}`, true);
     document.body.dataset.videoState = "error";

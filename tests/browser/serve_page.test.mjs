@@ -476,8 +476,20 @@ async function video(profile) {
     await page.click("#mode-video");
     check(await page.locator("#video-view").isVisible() && !(await page.locator("#photo-view").isVisible()),
           "the Video button shows the video view instead of the photo's");
+    // Every status line the open shows: the upload, then the server reading the frames.
+    await page.evaluate(() => {
+      window.videoStatusesSeen = [];
+      const status = document.getElementById("video-status");
+      new MutationObserver(() => window.videoStatusesSeen.push(status.textContent))
+        .observe(status, { childList: true, characterData: true, subtree: true });
+    });
     await page.setInputFiles("#video-file", clip);
     await page.waitForFunction(() => document.body.dataset.videoFrame === "0", null, { timeout: 60_000 });
+    const statuses = await page.evaluate(() => window.videoStatusesSeen);
+    check(statuses.some((text) => text.startsWith("Uploading ")) &&
+          statuses.some((text) => text.startsWith("Reading every frame of ")),
+          `the open reports the upload, then the reading of the frames: ${JSON.stringify(statuses)}`);
+    check(await page.locator("#video-progress").isHidden(), "the progress bar is hidden once the video is open");
     const size = await page.evaluate(() => [document.getElementById("video-frame").naturalWidth,
                                             document.getElementById("video-frame").naturalHeight]);
     check(size[0] === VIDEO_WIDTH && size[1] === VIDEO_HEIGHT, `frame 0 is shown at ${size.join("x")}`);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/error.h"
 #include "http_error.h"
@@ -47,12 +48,11 @@ json video_json(const std::string& id, const ServedVideo& video) {
 }  // namespace
 
 ServedVideos::ServedVideos(std::shared_ptr<const Sam2Model> model, EncodeGate& gate, const VideoServeOptions& options)
-    : model_(std::move(model)), gate_(gate), options_(options), id_bits_(std::random_device{}()) {}
+    : model_(std::move(model)), gate_(gate), options_(options) {}
 
 ServedVideos::~ServedVideos() {
   // Each video stops its propagation and removes its file; then the folder goes.
-  by_id_.clear();
-  by_recency_.clear();
+  videos_.clear();
   if (!folder_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(folder_, ignored);
@@ -70,22 +70,14 @@ std::string ServedVideos::folder() {
   return folder_;
 }
 
-std::string ServedVideos::new_id() {
-  char text[33];
-  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(id_bits_()),
-                static_cast<unsigned long long>(id_bits_()));
-  return text;
-}
-
 bool ServedVideos::room_for_one_more() {
-  for (auto it = by_recency_.end(); static_cast<int>(by_id_.size()) >= options_.max_videos && it != by_recency_.begin();) {
-    --it;
-    if (it->video->propagating()) continue;
-    std::fprintf(stderr, "serve: video %s dropped (--max-videos %d)\n", it->id.c_str(), options_.max_videos);
-    by_id_.erase(it->id);
-    it = by_recency_.erase(it);
-  }
-  return static_cast<int>(by_id_.size()) < options_.max_videos;
+  const auto full = [&] { return static_cast<int>(videos_.size()) >= options_.max_videos; };
+  videos_.drop_oldest(full, [&](const std::string& id, const std::shared_ptr<ServedVideo>& video) {
+    if (video->propagating()) return false;
+    std::fprintf(stderr, "serve: video %s dropped (--max-videos %d)\n", id.c_str(), options_.max_videos);
+    return true;
+  });
+  return !full();
 }
 
 std::pair<std::string, std::shared_ptr<ServedVideo>> ServedVideos::add(const std::string& bytes) {
@@ -97,7 +89,7 @@ std::pair<std::string, std::shared_ptr<ServedVideo>> ServedVideos::add(const std
       throw HttpError(503, "busy: all " + std::to_string(options_.max_videos) +
                                " open videos (--max-videos) are propagating; retry later or delete one");
     }
-    id = new_id();
+    id = videos_.unused_id();
   }
   const std::string path = directory + "/" + id;
   {
@@ -121,35 +113,28 @@ std::pair<std::string, std::shared_ptr<ServedVideo>> ServedVideos::add(const std
     throw HttpError(503, "busy: all " + std::to_string(options_.max_videos) +
                              " open videos (--max-videos) are propagating; retry later or delete one");
   }
-  by_recency_.push_front(Entry{id, video});
-  by_id_[id] = by_recency_.begin();
+  videos_.insert(id, video);
   return {id, video};
 }
 
 std::shared_ptr<ServedVideo> ServedVideos::find(const std::string& id) {
   std::lock_guard lock(mutex_);
-  const auto it = by_id_.find(id);
-  if (it == by_id_.end()) return nullptr;
-  by_recency_.splice(by_recency_.begin(), by_recency_, it->second);
-  return it->second->video;
+  const std::shared_ptr<ServedVideo>* video = videos_.find(id);
+  return video ? *video : nullptr;
 }
 
 bool ServedVideos::erase(const std::string& id) {
-  std::shared_ptr<ServedVideo> video;  // stopped and removed outside the lock
+  std::optional<std::shared_ptr<ServedVideo>> video;  // stopped and removed outside the lock
   {
     std::lock_guard lock(mutex_);
-    const auto it = by_id_.find(id);
-    if (it == by_id_.end()) return false;
-    video = std::move(it->second->video);
-    by_recency_.erase(it->second);
-    by_id_.erase(it);
+    video = videos_.erase(id);
   }
-  return true;
+  return video.has_value();
 }
 
 size_t ServedVideos::size() const {
   std::lock_guard lock(mutex_);
-  return by_id_.size();
+  return videos_.size();
 }
 
 std::vector<std::pair<std::string, std::string>> add_video_routes(httplib::Server& server, ServedVideos& videos,

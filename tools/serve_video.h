@@ -4,16 +4,14 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "api/sam2_model.h"
+#include "core/recently_used.h"
 #include "encode_gate.h"
 #include "served_video.h"
 
@@ -47,7 +45,6 @@ class ServedVideos {
 
  private:
   std::string folder();  // created at the first call
-  std::string new_id();  // under mutex_
   bool room_for_one_more();  // under mutex_: drops idle videos beyond max_videos - 1
 
   std::shared_ptr<const Sam2Model> model_;
@@ -55,13 +52,7 @@ class ServedVideos {
   const VideoServeOptions options_;
   mutable std::mutex mutex_;
   std::string folder_;
-  std::mt19937_64 id_bits_;
-  struct Entry {
-    std::string id;
-    std::shared_ptr<ServedVideo> video;
-  };
-  std::list<Entry> by_recency_;  // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> by_id_;
+  RecentlyUsed<std::shared_ptr<ServedVideo>> videos_;
 };
 
 // Wraps a handler so that failures become serve's JSON errors (serve_handler.h's guarded).

@@ -1,14 +1,12 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
-#include <unordered_map>
 
 #include "api/predictor.h"
+#include "core/recently_used.h"
 
 namespace sam2rt {
 
@@ -37,20 +35,15 @@ class ImageCache {
   static int64_t charge(const Predictor& predictor);
 
  private:
-  struct Entry {
-    std::string id;
+  struct Cached {
     std::shared_ptr<const Predictor> predictor;
     int64_t bytes = 0;
   };
 
-  std::string new_id();
-
   const int64_t budget_;
   mutable std::mutex mutex_;
-  std::list<Entry> by_recency_;  // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> by_id_;
+  RecentlyUsed<Cached> images_;
   int64_t bytes_ = 0;
-  std::mt19937_64 id_bits_;
 };
 
 }  // namespace sam2rt

@@ -48,20 +48,22 @@ inline std::vector<double> linear(const Tensor& x, int64_t rows, const Tensor& w
   return y;
 }
 
-// Multi-head attention of one sequence, q [nq, heads * d], k and v [nk, heads *
-// d], each row `ld*` elements after the last.
+// Multi-head attention of one sequence, q and k [nq|nk, heads * d], v [nk,
+// heads * value_dim] (value_dim 0: d), each row `ld*` elements after the last.
 struct AttentionView {
   int64_t nq, nk, heads, head_dim;
   const float *q, *k, *v;
   int64_t ldq, ldk, ldv;
   double scale;
+  int64_t value_dim = 0;
 };
 
-// out row i (heads * head_dim values, stride ldo) = softmax(q k^T scale) v per head.
+// out row i (heads * value width values, stride ldo) = softmax(q k^T scale) v per head.
 inline void attention(const AttentionView& a, float* out, int64_t ldo) {
   std::vector<double> scores(static_cast<size_t>(a.nk));
+  const int64_t values = a.value_dim > 0 ? a.value_dim : a.head_dim;
   for (int64_t h = 0; h < a.heads; ++h) {
-    const int64_t column = h * a.head_dim;
+    const int64_t column = h * a.head_dim, value_column = h * values;
     for (int64_t i = 0; i < a.nq; ++i) {
       double largest = -INFINITY;
       for (int64_t j = 0; j < a.nk; ++j) {
@@ -74,10 +76,10 @@ inline void attention(const AttentionView& a, float* out, int64_t ldo) {
       }
       double total = 0.0;
       for (double& s : scores) total += (s = std::exp(s - largest));
-      for (int64_t d = 0; d < a.head_dim; ++d) {
+      for (int64_t d = 0; d < values; ++d) {
         double sum = 0.0;
-        for (int64_t j = 0; j < a.nk; ++j) sum += scores[static_cast<size_t>(j)] * a.v[j * a.ldv + column + d];
-        out[i * ldo + column + d] = static_cast<float>(sum / total);
+        for (int64_t j = 0; j < a.nk; ++j) sum += scores[static_cast<size_t>(j)] * a.v[j * a.ldv + value_column + d];
+        out[i * ldo + value_column + d] = static_cast<float>(sum / total);
       }
     }
   }

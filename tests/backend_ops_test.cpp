@@ -494,13 +494,16 @@ void add_attention_cases(std::vector<OpCase>& cases) {
     bool interleaved;  // q, k and v at offsets in one qkv tensor [nk, 3 * width] (nq of its tokens query)
     bool shared_q, shared_kv;
     bool bf16_products;
+    int64_t value_dim = 0;  // values narrower than the keys (0: head_dim)
   };
   // Interleaved self-attention with 3 heads of 96 over 300 keys (not a multiple
   // of the tiled kernel's 32); the decoder's 8 heads: tokens against a 16x16
   // image and back, at 256 channels (32 per head) and downsampled to 128 (16);
   // narrow heads (2, 6: the scalar kernel); 1100 keys (through a scores scratch
   // on a CPU device); batches of prompts with shared image keys or shared queries;
-  // heads of 256 (the memory attention's, through the scores on every device).
+  // heads of 256 (the memory attention's, through the scores on every device);
+  // values narrower than the keys (the memory attention's 64 against 256, mixed
+  // before their projection), also in batches and with bf16 products.
   for (const Attention a : {Attention{45, 300, 3, 96, 1, true, false, false, false},
                             Attention{7, 256, 8, 32, 1, false, false, false, false},
                             Attention{256, 7, 8, 16, 1, false, false, false, false},
@@ -513,53 +516,90 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                             Attention{9, 70, 4, 16, 3, false, false, false, false},
                             Attention{45, 300, 3, 96, 1, true, false, false, true},
                             Attention{70, 300, 2, 256, 1, true, false, false, false},
-                            Attention{9, 70, 1, 256, 3, false, false, false, false}}) {
-    const int64_t width = a.heads * a.head_dim;
+                            Attention{9, 70, 1, 256, 3, false, false, false, false},
+                            Attention{70, 300, 1, 256, 1, false, false, false, false, 64},
+                            Attention{9, 70, 2, 32, 3, false, false, false, false, 8},
+                            Attention{45, 300, 1, 96, 1, false, false, false, true, 32}}) {
+    const int64_t width = a.heads * a.head_dim, values = a.heads * (a.value_dim > 0 ? a.value_dim : a.head_dim);
     cases.push_back(
         {"attention",
          std::to_string(a.nq) + " queries, " + std::to_string(a.nk) + " keys, " + std::to_string(a.heads) + "x" +
              std::to_string(a.head_dim) + (a.interleaved ? ", interleaved qkv" : "") +
              (a.batches > 1 ? ", " + std::to_string(a.batches) + " batches" : "") + (a.shared_q ? ", shared q" : "") +
-             (a.shared_kv ? ", shared k v" : "") + (a.bf16_products ? ", bf16 products" : ""),
+             (a.shared_kv ? ", shared k v" : "") + (a.bf16_products ? ", bf16 products" : "") +
+             (a.value_dim > 0 ? ", values of " + std::to_string(a.value_dim) : ""),
          a.bf16_products ? kBf16AttentionTolerance : kAttentionTolerance, a.bf16_products,
-         [a, width](Backend& backend) {
+         [a, width, values](Backend& backend) {
            const int64_t q_batches = a.shared_q ? 1 : a.batches, kv_batches = a.shared_kv ? 1 : a.batches;
            // Interleaved: one tensor [nk, 3 * width], q its first nq rows.
            const Tensor q = random_tensor({q_batches * (a.interleaved ? a.nk : a.nq), (a.interleaved ? 3 : 1) * width},
                                           45, 2.0f);
            const Tensor k = a.interleaved ? q : random_tensor({kv_batches * a.nk, width}, 46, 2.0f);
-           const Tensor v = a.interleaved ? q : random_tensor({kv_batches * a.nk, width}, 47);
+           const Tensor v = a.interleaved ? q : random_tensor({kv_batches * a.nk, values}, 47);
            const int64_t ld = a.interleaved ? 3 * width : width;
            AttentionOperands operands;
            operands.nq = a.nq;
            operands.nk = a.nk;
            operands.heads = a.heads;
            operands.head_dim = a.head_dim;
+           operands.value_dim = a.value_dim;
            operands.q = input_of(backend, q);
            operands.k = a.interleaved ? operands.q : input_of(backend, k);
            operands.v = a.interleaved ? operands.q : input_of(backend, v);
-           operands.out = backend.tensor({a.batches * a.nq, width});
+           operands.out = backend.tensor({a.batches * a.nq, values});
            operands.k_offset = a.interleaved ? width : 0;
            operands.v_offset = a.interleaved ? 2 * width : 0;
-           operands.ldq = operands.ldk = operands.ldv = ld;
-           operands.ldo = width;
+           operands.ldq = operands.ldk = ld;
+           operands.ldv = a.interleaved ? ld : values;
+           operands.ldo = values;
            operands.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
            operands.bf16_products = a.bf16_products;
            operands.batches = a.batches;
            operands.q_batch_stride = a.shared_q ? 0 : a.nq * width;
-           operands.k_batch_stride = operands.v_batch_stride = a.shared_kv ? 0 : a.nk * width;
-           operands.o_batch_stride = a.nq * width;
+           operands.k_batch_stride = a.shared_kv ? 0 : a.nk * width;
+           operands.v_batch_stride = a.shared_kv ? 0 : a.nk * values;
+           operands.o_batch_stride = a.nq * values;
            run_once(backend, [&] { backend.attention(operands); });
-           Tensor expected({a.batches * a.nq, width});
+           Tensor expected({a.batches * a.nq, values});
            for (int64_t b = 0; b < a.batches; ++b) {
              ref::attention({a.nq, a.nk, a.heads, a.head_dim, q.data() + b * operands.q_batch_stride,
                              k.data() + operands.k_offset + b * operands.k_batch_stride,
-                             v.data() + operands.v_offset + b * operands.v_batch_stride, ld, ld, ld, operands.scale},
-                            expected.data() + b * operands.o_batch_stride, width);
+                             v.data() + operands.v_offset + b * operands.v_batch_stride, ld, ld, operands.ldv,
+                             operands.scale, a.value_dim},
+                            expected.data() + b * operands.o_batch_stride, values);
            }
            return Outcome{backend.download(operands.out), expected};
          }});
   }
+  // Every backend takes values as wide as the keys; one that says it takes
+  // narrower ones computes them, and one that does not refuses them.
+  cases.push_back({"supports_attention", "9 queries, 70 keys, 1x32, values of 32 and of 8", kAttentionTolerance,
+                   false, [](Backend& backend) {
+                     const Tensor q = random_tensor({9, 32}, 45, 2.0f), k = random_tensor({70, 32}, 46, 2.0f),
+                                  v = random_tensor({70, 8}, 47);
+                     AttentionOperands operands;
+                     operands.nq = 9;
+                     operands.nk = 70;
+                     operands.head_dim = 32;
+                     EXPECT_TRUE(backend.supports_attention(operands));
+                     operands.value_dim = 8;
+                     operands.q = input_of(backend, q);
+                     operands.k = input_of(backend, k);
+                     operands.v = input_of(backend, v);
+                     operands.out = backend.tensor({9, 8});
+                     operands.ldq = operands.ldk = 32;
+                     operands.ldv = operands.ldo = 8;
+                     operands.scale = static_cast<float>(1.0 / std::sqrt(32.0));
+                     Tensor expected({9, 8});
+                     ref::attention({9, 70, 1, 32, q.data(), k.data(), v.data(), 32, 32, 8, operands.scale, 8},
+                                    expected.data(), 8);
+                     if (!backend.supports_attention(operands)) {
+                       EXPECT_THROW(run_once(backend, [&] { backend.attention(operands); }), Error);
+                       return Outcome{expected, expected};
+                     }
+                     run_once(backend, [&] { backend.attention(operands); });
+                     return Outcome{backend.download(operands.out), expected};
+                   }});
 }
 
 void add_max_pool_cases(std::vector<OpCase>& cases) {

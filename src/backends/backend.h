@@ -114,6 +114,12 @@ class Backend {
                                       int64_t window, const DeviceTensor& pad_token, int64_t heads, bool q_pool,
                                       DeviceTensor& out, bool bf16_products) = 0;
   virtual void attention(const AttentionOperands& operands) = 0;
+  // Whether attention() takes operands of these shapes (their tensors are not
+  // read): values narrower than the keys run on some backends only.
+  virtual bool supports_attention(const AttentionOperands& shapes) const {
+    (void)shapes;
+    return true;
+  }
   virtual void max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) = 0;
   virtual void add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) = 0;
   virtual void add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) = 0;

@@ -266,6 +266,7 @@ void CpuBackend::attention(const AttentionOperands& operands) {
     args.nk = operands.nk;
     args.heads = operands.heads;
     args.head_dim = operands.head_dim;
+    args.value_dim = operands.value_dim;
     args.q = f32_data(operands.q) + operands.q_offset + i * operands.q_batch_stride;
     args.ldq = operands.ldq;
     args.k = f32_data(operands.k) + operands.k_offset + i * operands.k_batch_stride;

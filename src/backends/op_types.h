@@ -37,8 +37,11 @@ struct LinearHandle {
 
 // Operands of attention(): as kernels/attention.h's AttentionArgs, with q, k, v
 // and out as element offsets (and row strides, in elements) into tensors.
+// value_dim: the values' (and the output's) width per head, when narrower
+// than head_dim (0: head_dim); Backend::supports_attention says where.
 struct AttentionOperands {
   int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
+  int64_t value_dim = 0;
   DeviceTensor q, k, v, out;
   int64_t q_offset = 0, k_offset = 0, v_offset = 0;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;

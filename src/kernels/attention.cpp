@@ -56,14 +56,14 @@ struct PackedKeysValues {
     // a thread_local would be each worker's own.
     PackedKeysValues& packed = instance;
     packed.keys_per_head = bf16_pairs_size(a.head_dim, a.nk);
-    packed.values_per_head = bf16_pairs_size(a.nk, a.head_dim);
+    packed.values_per_head = bf16_pairs_size(a.nk, value_width(a));
     grow(packed.key_pairs, a.heads * packed.keys_per_head);
     grow(packed.value_pairs, a.heads * packed.values_per_head);
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int64_t h = 0; h < a.heads; ++h) {
       pack_bf16_pairs_transposed(a.k + h * a.head_dim, a.ldk, a.head_dim, a.nk,
                                  packed.key_pairs.data() + h * packed.keys_per_head);
-      pack_bf16_pairs(a.v + h * a.head_dim, a.ldv, a.nk, a.head_dim,
+      pack_bf16_pairs(a.v + h * value_width(a), a.ldv, a.nk, value_width(a),
                       packed.value_pairs.data() + h * packed.values_per_head);
     }
     return packed;
@@ -74,7 +74,7 @@ struct PackedKeysValues {
 // `packed` is given.
 void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratch& scratch,
                   const PackedKeysValues* packed) {
-  const int64_t rows = std::min(kQueryBlock, a.nq - q0);
+  const int64_t rows = std::min(kQueryBlock, a.nq - q0), values = value_width(a);
   float* scaled_q = scratch.scaled_q.data();
   float* scores = scratch.scores.data();
   // PyTorch scales q before the product (q * scale) @ k^T.
@@ -88,20 +88,20 @@ void attend_block(const AttentionArgs& a, int64_t h, int64_t q0, AttentionScratc
                      packed->key_pairs.data() + h * packed->keys_per_head, a.nk, scores, a.nk);
     // softmax(s) v = (exp(s - max) v) / sum: the division moves after the product.
     exp_rows_to_bf16(scores, rows, a.nk, a.nk, scratch.numerators.data(), a.nk, scratch.sums.data());
-    float* out = a.out + q0 * a.ldo + h * a.head_dim;
+    float* out = a.out + q0 * a.ldo + h * values;
     gemm_bf16_packed(scratch.numerators.data(), a.nk, rows, a.nk,
-                     packed->value_pairs.data() + h * packed->values_per_head, a.head_dim, out, a.ldo);
+                     packed->value_pairs.data() + h * packed->values_per_head, values, out, a.ldo);
     for (int64_t i = 0; i < rows; ++i) {
       const float inv = 1.0f / scratch.sums[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < a.head_dim; ++d) out[i * a.ldo + d] *= inv;
+      for (int64_t d = 0; d < values; ++d) out[i * a.ldo + d] *= inv;
     }
     return;
   }
   gemm({.m = rows, .n = a.nk, .k = a.head_dim, .a = scaled_q, .lda = a.head_dim, .b = a.k + h * a.head_dim,
         .ldb = a.ldk, .b_transposed = true, .c = scores, .ldc = a.nk});
   softmax_rows(scores, rows, a.nk, a.nk);
-  gemm({.m = rows, .n = a.head_dim, .k = a.nk, .a = scores, .lda = a.nk, .b = a.v + h * a.head_dim, .ldb = a.ldv,
-        .b_transposed = false, .c = a.out + q0 * a.ldo + h * a.head_dim, .ldc = a.ldo});
+  gemm({.m = rows, .n = values, .k = a.nk, .a = scores, .lda = a.nk, .b = a.v + h * values, .ldb = a.ldv,
+        .b_transposed = false, .c = a.out + q0 * a.ldo + h * values, .ldc = a.ldo});
 }
 
 bool products_in_bf16(const AttentionArgs& a) { return a.bf16_products && bf16_gemm_supported(); }
@@ -146,10 +146,11 @@ void attention_reference(const AttentionArgs& a) {
       }
       double sum = 0.0;
       for (int64_t j = 0; j < a.nk; ++j) sum += (scores[j] = std::exp(scores[j] - max));
-      float* out = a.out + i * a.ldo + h * a.head_dim;
-      for (int64_t d = 0; d < a.head_dim; ++d) {
+      const int64_t values = value_width(a);
+      float* out = a.out + i * a.ldo + h * values;
+      for (int64_t d = 0; d < values; ++d) {
         double acc = 0.0;
-        for (int64_t j = 0; j < a.nk; ++j) acc += scores[j] * a.v[j * a.ldv + h * a.head_dim + d];
+        for (int64_t j = 0; j < a.nk; ++j) acc += scores[j] * a.v[j * a.ldv + h * values + d];
         out[d] = static_cast<float>(acc / sum);
       }
     }

@@ -99,27 +99,43 @@ void MemoryAttention::attend_onto(const RopeAttention& attention, const DeviceTe
                                   const DeviceTensor& v_in, int64_t rotated_keys, DeviceTensor& x) const {
   Backend& b = *backend_;
   const int64_t nq = q_in.dim(0), nk = k_in.dim(0), width = attention.q_proj.out_features;
-  const int64_t head_dim = width / attention.heads;
-  DeviceTensor q = b.tensor({nq, width}), k = b.tensor({nk, width}), v = b.tensor({nk, width});
+  const int64_t head_dim = width / attention.heads, value_in = attention.v_proj.in_features;
+  DeviceTensor q = b.tensor({nq, width}), k = b.tensor({nk, width});
   b.linear_forward(attention.q_proj, q_in, nq, q, Epilogue::none);
   b.linear_forward(attention.k_proj, k_in, nk, k, Epilogue::none);
-  b.linear_forward(attention.v_proj, v_in, nk, v, Epilogue::none);
   b.rotary_rows(q, nq, attention.rotation);
   if (rotated_keys > 0) b.rotary_rows(k, rotated_keys, attention.rotation);
-  DeviceTensor mixed = b.tensor({nq, width});
-  b.attention({.nq = nq,
-               .nk = nk,
-               .heads = attention.heads,
-               .head_dim = head_dim,
-               .q = q,
-               .k = k,
-               .v = v,
-               .out = mixed,
-               .ldq = width,
-               .ldk = width,
-               .ldv = width,
-               .ldo = width,
-               .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))});
+  AttentionOperands operands;
+  operands.nq = nq;
+  operands.nk = nk;
+  operands.heads = attention.heads;
+  operands.head_dim = head_dim;
+  operands.q = q;
+  operands.k = k;
+  operands.ldq = operands.ldk = width;
+  operands.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  // One head mixes the values before their projection where they are
+  // narrower (the cross-attention's memory: 64 channels against Tiny's
+  // 256): softmax(s) (v Wv^T + bv) = (softmax(s) v) Wv^T + bv, as each row
+  // of probabilities sums to one; the mixing's GEMM shrinks by the ratio.
+  operands.value_dim = value_in;
+  operands.ldv = operands.ldo = value_in;
+  if (attention.heads == 1 && value_in < width && b.supports_attention(operands)) {
+    DeviceTensor mixed_values = b.tensor({nq, value_in}), mixed = b.tensor({nq, width});
+    operands.v = v_in;
+    operands.out = mixed_values;
+    b.attention(operands);
+    b.linear_forward(attention.v_proj, mixed_values, nq, mixed, Epilogue::none);
+    b.linear_forward(attention.out_proj, mixed, nq, x, Epilogue::accumulate);
+    return;
+  }
+  DeviceTensor v = b.tensor({nk, width}), mixed = b.tensor({nq, width});
+  b.linear_forward(attention.v_proj, v_in, nk, v, Epilogue::none);
+  operands.value_dim = 0;
+  operands.v = v;
+  operands.out = mixed;
+  operands.ldv = operands.ldo = width;
+  b.attention(operands);
   b.linear_forward(attention.out_proj, mixed, nq, x, Epilogue::accumulate);
 }
 

@@ -220,13 +220,29 @@ void VulkanBackend::qkv_windowed_attention(const LinearHandle& qkv, const Device
                                    heads, q_pool, elements(out, "qkv_windowed_attention"));
 }
 
-void VulkanBackend::attention(const AttentionOperands& a) {
-  refuse_bf16(a.bf16_products, "attention");
+namespace {
+
+// attention()'s shapes and strides, without the operands' storage.
+DeviceAttention attention_shapes(const AttentionOperands& a) {
   DeviceAttention args;
   args.nq = a.nq;
   args.nk = a.nk;
   args.heads = a.heads;
   args.head_dim = a.head_dim;
+  args.value_dim = a.value_dim;
+  return args;
+}
+
+}  // namespace
+
+bool VulkanBackend::supports_attention(const AttentionOperands& shapes) const {
+  if (shapes.value_dim <= 0 || shapes.value_dim == shapes.head_dim) return true;
+  return ops_library_->scores_rows(attention_shapes(shapes)) > 0;
+}
+
+void VulkanBackend::attention(const AttentionOperands& a) {
+  refuse_bf16(a.bf16_products, "attention");
+  DeviceAttention args = attention_shapes(a);
   args.q = elements_from(a.q, a.q_offset, "attention");
   args.k = elements_from(a.k, a.k_offset, "attention");
   args.v = elements_from(a.v, a.v_offset, "attention");

@@ -55,6 +55,7 @@ class VulkanBackend final : public Backend {
                               int64_t window, const DeviceTensor& pad_token, int64_t heads, bool q_pool,
                               DeviceTensor& out, bool bf16_products) override;
   void attention(const AttentionOperands& operands) override;
+  bool supports_attention(const AttentionOperands& shapes) const override;
   void max_pool2x2(const DeviceTensor& x, int64_t channel_offset, int64_t channels, DeviceTensor& y) override;
   void add_upsampled_nearest2x(DeviceTensor& x, const DeviceTensor& coarse) override;
   void add_channel_vector(DeviceTensor& x, const DeviceTensor& vector) override;

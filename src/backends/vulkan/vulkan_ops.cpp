@@ -333,11 +333,15 @@ void VulkanOps::softmax_rows(CommandRecorder& recorder, DeviceElements x, int64_
 
 void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) const {
   const std::string op = "Vulkan attention";
-  const int64_t width = a.heads * a.head_dim;
-  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1) {
-    throw Error(op + ": needs queries, keys, heads and a head dimension");
+  const int64_t width = a.heads * a.head_dim, value_width = a.heads * a.values();
+  if (a.nq < 1 || a.nk < 1 || a.heads < 1 || a.head_dim < 1 || a.value_dim < 0 || a.value_dim > a.head_dim) {
+    throw Error(op + ": needs queries, keys, heads, a head dimension and values no wider than it");
   }
   const int64_t rows = scores_rows(a);
+  if (a.values() != a.head_dim && rows == 0) {
+    throw Error(op + ": values narrower than the keys need fp32 storage, a multiple of 4 channels and at most " +
+                std::to_string(kMaxLoopIterations) + " keys");
+  }
   if (a.head_dim > kMaxHeadDim && rows == 0) {
     throw Error(op + ": heads of " + std::to_string(a.head_dim) + " channels (over " + std::to_string(kMaxHeadDim) +
                 ") need fp32 storage, a multiple of 4 channels and at most " + std::to_string(kMaxLoopIterations) +
@@ -350,20 +354,21 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
     throw Error(op + ": " + std::to_string(a.nk) + " keys of head dimension " + std::to_string(a.head_dim) +
                 " (not a multiple of 4) exceed the scalar kernel's loop limit");
   }
-  if (a.ldq < width || a.ldk < width || a.ldv < width || a.ldo < width) {
-    throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width));
+  if (a.ldq < width || a.ldk < width || a.ldv < value_width || a.ldo < value_width) {
+    throw Error(op + ": a row stride is below heads * head_dim = " + std::to_string(width) +
+                " (values and output: heads * value width = " + std::to_string(value_width) + ")");
   }
   if (a.batches < 1 || a.q_batch < 0 || a.k_batch < 0 || a.v_batch < 0 || a.o_batch < 0) {
     throw Error(op + ": needs at least one batch and batch strides of 0 or more");
   }
   // Every batch's rows: (batches - 1) strides past the first batch's.
-  auto span = [&](int64_t rows, int64_t ld, int64_t batch) {
-    return static_cast<uint64_t>((a.batches - 1) * batch + (rows - 1) * ld + width);
+  auto span = [&](int64_t rows, int64_t ld, int64_t batch, int64_t row_width) {
+    return static_cast<uint64_t>((a.batches - 1) * batch + (rows - 1) * ld + row_width);
   };
-  const Bound q = bind(a.q, 0, span(a.nq, a.ldq, a.q_batch), op, "q");
-  const Bound k = bind(a.k, 0, span(a.nk, a.ldk, a.k_batch), op, "k");
-  const Bound v = bind(a.v, 0, span(a.nk, a.ldv, a.v_batch), op, "v");
-  const Bound o = bind(a.out, 0, span(a.nq, a.ldo, a.o_batch), op, "out");
+  const Bound q = bind(a.q, 0, span(a.nq, a.ldq, a.q_batch, width), op, "q");
+  const Bound k = bind(a.k, 0, span(a.nk, a.ldk, a.k_batch, width), op, "k");
+  const Bound v = bind(a.v, 0, span(a.nk, a.ldv, a.v_batch, value_width), op, "v");
+  const Bound o = bind(a.out, 0, span(a.nq, a.ldo, a.o_batch, value_width), op, "out");
   if (rows > 0) {
     attention_through_scores(recorder, a, rows);
     return;
@@ -391,7 +396,7 @@ int64_t VulkanOps::scores_rows(const DeviceAttention& a) const {
   const uint64_t row_bytes = static_cast<uint64_t>(a.nk) * element_bytes();
   const uint64_t binding = context_.max_binding_bytes() - context_.limits().min_storage_buffer_offset_alignment;
   const auto rows_that_fit = static_cast<int64_t>(binding / row_bytes);
-  if (a.head_dim > kMaxHeadDim) return std::min(a.nq, rows_that_fit);
+  if (a.head_dim > kMaxHeadDim || a.values() != a.head_dim) return std::min(a.nq, rows_that_fit);
   const bool long_on_a_cpu_device = !tiled_ && a.nk >= kScoresFromKeys && a.nq >= kScoresFromQueries;
   return long_on_a_cpu_device && a.nq <= rows_that_fit ? a.nq : 0;
 }
@@ -412,7 +417,7 @@ void VulkanOps::attention_through_scores(CommandRecorder& recorder, const Device
   for (int64_t b = 0; b < a.batches; ++b) {
     const DeviceElements k = column(a.k, b * a.k_batch), v = column(a.v, b * a.v_batch);
     for (int64_t h = 0; h < a.heads; ++h) {
-      const int64_t first = h * a.head_dim;
+      const int64_t first = h * a.head_dim, first_value = h * a.values();
       for (int64_t i0 = 0; i0 < a.nq; i0 += rows) {
         const int64_t n = std::min(rows, a.nq - i0);
         const DeviceElements q = column(a.q, b * a.q_batch + i0 * a.ldq),
@@ -425,8 +430,8 @@ void VulkanOps::attention_through_scores(CommandRecorder& recorder, const Device
         softmax_rows(recorder, a.scores, n, a.nk, a.scale);
         // out[i, d] = sum_j p[i, j] v[j, d]: the values, read transposed, as the weight.
         gemm(recorder,
-             {.x = a.scores, .weight = column(v, first), .y = column(out, first), .rows = n, .in = a.nk,
-              .out = a.head_dim, .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
+             {.x = a.scores, .weight = column(v, first_value), .y = column(out, first_value), .rows = n,
+              .in = a.nk, .out = a.values(), .ldx = a.nk, .ldw = 1, .w_step = a.ldv, .ldy = a.ldo},
              op + " (values)");
       }
     }

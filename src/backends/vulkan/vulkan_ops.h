@@ -48,6 +48,8 @@ DeviceLinear upload_linear(const VulkanContext& context, const Tensor& weight, c
 // Operands of attention(): as kernels/attention.h's AttentionArgs (strides in elements).
 struct DeviceAttention {
   int64_t nq = 0, nk = 0, heads = 1, head_dim = 0;
+  int64_t value_dim = 0;  // 0: head_dim; narrower values go through the scores
+  int64_t values() const { return value_dim > 0 ? value_dim : head_dim; }
   DeviceElements q, k, v, out;
   int64_t ldq = 0, ldk = 0, ldv = 0, ldo = 0;
   float scale = 1.0f;
@@ -113,7 +115,8 @@ class VulkanOps {
   // and values through shared memory, same arithmetic in the same order; a
   // head_dim that is not a multiple of 4 a scalar kernel (the micro config's
   // decoder), for at most 65535 / (2 + 3 * head_dim) keys. Where scores_rows is
-  // not 0, each head goes through args.scores instead.
+  // not 0, each head goes through args.scores instead; values narrower than
+  // the keys (args.value_dim) only there.
   void attention(CommandRecorder& recorder, const DeviceAttention& args) const;
   // Rows of the [rows, nk] scores scratch attention() needs, 0 where it runs a
   // fused kernel. Through the scores, each head is the barrier-free GEMM

@@ -93,6 +93,21 @@ def test_replays_official_golden(video_predictor, name):
     assert replay(video_predictor, state, case, golden) > 0
 
 
+def test_replays_an_official_golden_on_vulkan():
+    """device="vulkan": the encoder, the mask decoder and both memory modules on the GPU (lavapipe in CI)."""
+    try:
+        predictor = sam2rt.build_sam2_video_predictor(str(goldens.MICRO_CONFIG), str(MICRO_WEIGHTS), device="vulkan:0")
+    except RuntimeError as error:
+        if "built without Vulkan" in str(error):
+            pytest.skip(str(error))
+        raise
+    assert predictor.device == "vulkan:0"
+    case = json.loads((VIDEO_GOLDENS / "micro_two_objects.json").read_text())
+    golden, _ = goldens.read_safetensors(VIDEO_GOLDENS / "micro_two_objects.safetensors")
+    state = predictor.init_state(str(goldens.REPO / case["clip"]["folder"]))
+    assert replay(predictor, state, case, golden) > 0
+
+
 def test_the_two_required_cases_are_present():
     assert {"micro_point", "micro_two_objects"} <= set(CASES)
 

@@ -11,6 +11,7 @@
 #include "kernels/layout.h"
 #include "kernels/patch_conv.h"
 #include "kernels/stage_profile.h"
+#include "model/position_encoding.h"
 
 namespace sam2rt {
 
@@ -32,7 +33,6 @@ Tensor nchw_of(const Tensor& rows, int64_t e) {
 EncodeOptions frame_encode_options() {
   EncodeOptions options;
   options.neck_levels = true;
-  options.position_encodings = true;
   return options;
 }
 
@@ -55,15 +55,18 @@ VideoTracker::VideoTracker(const ModelConfig& config, const TrackingConfig& trac
   mask_downsample_weight_ = weights.at("mask_downsample.weight");
   mask_downsample_bias_ = weights.at("mask_downsample.bias");
   memory_pos_enc_ = memory_encoder_.position_encoding();
+  // The neck's level-2 vision_pos_enc depends on the map's size only: made
+  // once, not per frame (with every level's, 84 MB at 1024).
+  const int64_t e = config_.image_embedding_size();
+  vision_pos_ = rows_of(sine_position_encoding(config_.neck.pos_num_pos_feats, e, e, config_.neck.pos_temperature,
+                                               config_.neck.pos_normalize));
 }
 
 FrameFeatures VideoTracker::frame_features(const EncoderOutputs& encoded) const {
-  if (encoded.neck_levels.size() < 3 || encoded.neck_pos.size() < 3) {
-    throw Error("a video frame's encode needs the neck levels and position encodings (frame_encode_options)");
+  if (encoded.neck_levels.size() < 3) {
+    throw Error("a video frame's encode needs the neck levels (frame_encode_options)");
   }
-  return {.decoder = encoded.decoder,
-          .vision_feats = rows_of(encoded.neck_levels[2]),
-          .vision_pos = rows_of(encoded.neck_pos[2])};
+  return {.decoder = encoded.decoder, .vision_feats = rows_of(encoded.neck_levels[2]), .vision_pos = vision_pos_};
 }
 
 bool VideoTracker::use_multimask(bool is_init_cond_frame, const FramePrompt& prompt) const {

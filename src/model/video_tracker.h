@@ -25,7 +25,7 @@ namespace sam2rt {
 struct FrameFeatures {
   DecoderFeatures decoder;  // image_embed = neck level 2 + no_mem_embed (what a first prompt decodes on), feat_s1, feat_s0
   Tensor vision_feats;      // [E*E, C]: neck level 2 (current_vision_feats[-1])
-  Tensor vision_pos;        // [E*E, C]: its sine position encoding (current_vision_pos_embeds[-1])
+  Tensor vision_pos;        // [E*E, C]: its sine position encoding (current_vision_pos_embeds[-1]), shared, read-only
 };
 
 // What EncodeOptions a frame's encode needs for frame_features().
@@ -107,6 +107,7 @@ class VideoTracker {
   Tensor no_mem_embed_;    // [C]
   Tensor mask_downsample_weight_, mask_downsample_bias_;
   Tensor memory_pos_enc_;  // [E*E, mem_dim]
+  Tensor vision_pos_;      // [E*E, C]: the neck's level-2 position encoding, every frame's
 };
 
 }  // namespace sam2rt

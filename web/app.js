@@ -31,16 +31,19 @@ function showStatus(text, isError = false) {
   $("status").classList.toggle("error", isError);
 }
 
+// The Error of a failed API call: the server's one-line message, and its status.
+function apiError(status, data) {
+  const error = new Error((data && data.error) || `HTTP ${status}`);
+  error.status = status;
+  return error;
+}
+
 async function callApi(method, path, body, contentType) {
   const headers = contentType ? { "Content-Type": contentType } : {};
   const response = await fetch(path, { method, body, headers });
   let data = null;
   try { data = await response.json(); } catch (ignored) { data = null; }
-  if (!response.ok) {
-    const error = new Error((data && data.error) || `HTTP ${response.status}`);
-    error.status = response.status;
-    throw error;
-  }
+  if (!response.ok) throw apiError(response.status, data);
   return data;
 }
 

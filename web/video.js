@@ -2,7 +2,7 @@
 // The video view of the page: open a video, click (or box) objects on any frame, track
 // them through the video (POST /v1/videos/{id}/propagate) and scrub through
 // each frame's masks. Shares app.js's helpers (a classic script loaded before this one).
-/* global $, callApi, rleBits, objectColour, paintOutlinedMask */
+/* global $, apiError, callApi, rleBits, objectColour, paintOutlinedMask */
 const videoFrame = $("video-frame"), videoMask = $("video-mask"), videoMarks = $("video-marks");
 const PROGRESS_POLL_MS = 250;
 const VIDEO_DRAG_PIXELS = 6;
@@ -214,11 +214,9 @@ function uploadVideo(file, onSent) {
     request.onload = () => {
       if (request.status >= 200 && request.status < 300) {
         resolve(request.response);
-        return;
+      } else {
+        reject(apiError(request.status, request.response));
       }
-      const error = new Error((request.response && request.response.error) || `HTTP ${request.status}`);
-      error.status = request.status;
-      reject(error);
     };
     request.onerror = () => reject(new Error("the upload failed (connection lost)"));
     request.send(file);

@@ -114,28 +114,28 @@ void MemoryAttention::attend_onto(const RopeAttention& attention, const DeviceTe
   operands.k = k;
   operands.ldq = operands.ldk = width;
   operands.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  DeviceTensor mixed = b.tensor({nq, width});
   // One head mixes the values before their projection where they are
   // narrower (the cross-attention's memory: 64 channels against Tiny's
   // 256): softmax(s) (v Wv^T + bv) = (softmax(s) v) Wv^T + bv, as each row
   // of probabilities sums to one; the mixing's GEMM shrinks by the ratio.
-  operands.value_dim = value_in;
-  operands.ldv = operands.ldo = value_in;
-  if (attention.heads == 1 && value_in < width && b.supports_attention(operands)) {
-    DeviceTensor mixed_values = b.tensor({nq, value_in}), mixed = b.tensor({nq, width});
-    operands.v = v_in;
-    operands.out = mixed_values;
-    b.attention(operands);
+  AttentionOperands narrow = operands;
+  narrow.value_dim = value_in;
+  narrow.ldv = narrow.ldo = value_in;
+  if (attention.heads == 1 && value_in < width && b.supports_attention(narrow)) {
+    DeviceTensor mixed_values = b.tensor({nq, value_in});
+    narrow.v = v_in;
+    narrow.out = mixed_values;
+    b.attention(narrow);
     b.linear_forward(attention.v_proj, mixed_values, nq, mixed, Epilogue::none);
-    b.linear_forward(attention.out_proj, mixed, nq, x, Epilogue::accumulate);
-    return;
+  } else {
+    DeviceTensor v = b.tensor({nk, width});
+    b.linear_forward(attention.v_proj, v_in, nk, v, Epilogue::none);
+    operands.v = v;
+    operands.out = mixed;
+    operands.ldv = operands.ldo = width;
+    b.attention(operands);
   }
-  DeviceTensor v = b.tensor({nk, width}), mixed = b.tensor({nq, width});
-  b.linear_forward(attention.v_proj, v_in, nk, v, Epilogue::none);
-  operands.value_dim = 0;
-  operands.v = v;
-  operands.out = mixed;
-  operands.ldv = operands.ldo = width;
-  b.attention(operands);
   b.linear_forward(attention.out_proj, mixed, nq, x, Epilogue::accumulate);
 }
 

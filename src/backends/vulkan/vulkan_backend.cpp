@@ -236,8 +236,9 @@ DeviceAttention attention_shapes(const AttentionOperands& a) {
 }  // namespace
 
 bool VulkanBackend::supports_attention(const AttentionOperands& shapes) const {
-  if (shapes.value_dim <= 0 || shapes.value_dim == shapes.head_dim) return true;
-  return ops_library_->scores_rows(attention_shapes(shapes)) > 0;
+  // Values as wide as the keys run on every path; narrower ones on the scores path only.
+  const DeviceAttention args = attention_shapes(shapes);
+  return args.values() == args.head_dim || ops_library_->scores_rows(args) > 0;
 }
 
 void VulkanBackend::attention(const AttentionOperands& a) {

@@ -338,14 +338,14 @@ void VulkanOps::attention(CommandRecorder& recorder, const DeviceAttention& a) c
     throw Error(op + ": needs queries, keys, heads, a head dimension and values no wider than it");
   }
   const int64_t rows = scores_rows(a);
-  if (a.values() != a.head_dim && rows == 0) {
-    throw Error(op + ": values narrower than the keys need fp32 storage, a multiple of 4 channels and at most " +
+  // What only the scores path takes.
+  const bool narrow_values = a.values() != a.head_dim;
+  if (rows == 0 && (narrow_values || a.head_dim > kMaxHeadDim)) {
+    const std::string what = narrow_values ? "values narrower than the keys"
+                                           : "heads of " + std::to_string(a.head_dim) + " channels (over " +
+                                                 std::to_string(kMaxHeadDim) + ")";
+    throw Error(op + ": " + what + " need fp32 storage, a multiple of 4 channels and at most " +
                 std::to_string(kMaxLoopIterations) + " keys");
-  }
-  if (a.head_dim > kMaxHeadDim && rows == 0) {
-    throw Error(op + ": heads of " + std::to_string(a.head_dim) + " channels (over " + std::to_string(kMaxHeadDim) +
-                ") need fp32 storage, a multiple of 4 channels and at most " + std::to_string(kMaxLoopIterations) +
-                " keys");
   }
   // Head dimensions that are not a multiple of 4 take the scalar kernel, whose
   // loops must stay within llvmpipe's 65535 iterations per invocation.

@@ -191,6 +191,28 @@ TEST(FastKernels, LayerNormEveryPathMatchesReference) {
   }
 }
 
+// Rows normalised in groups (AVX-512 takes 16 at a time where the width is a
+// multiple of 16) round as each row normalised alone, at every level, to float
+// and to bfloat16; rows after the last whole group included.
+TEST(FastKernels, LayerNormRowGroupsRoundAsSingleRows) {
+  const int64_t rows = 16 * 5 + 7;
+  for (const int64_t c : {64, 96, 48}) {
+    const Tensor x = random_tensor({rows, c}, 12, 4.0f), w = random_tensor({c}, 13), b = random_tensor({c}, 14);
+    for (SimdLevel level : available_levels()) {
+      Tensor together({rows, c}), alone({rows, c});
+      std::vector<uint16_t> together16(static_cast<size_t>(rows * c)), alone16(together16.size());
+      layer_norm_rows(x.data(), c, rows, c, w.data(), b.data(), 1e-6f, together.data(), c, level);
+      layer_norm_rows(x.data(), c, rows, c, w.data(), b.data(), 1e-6f, together16.data(), c, level);
+      for (int64_t r = 0; r < rows; ++r) {
+        layer_norm_rows(x.data() + r * c, c, 1, c, w.data(), b.data(), 1e-6f, alone.data() + r * c, c, level);
+        layer_norm_rows(x.data() + r * c, c, 1, c, w.data(), b.data(), 1e-6f, alone16.data() + r * c, c, level);
+      }
+      EXPECT_TRUE(same_bits(together, alone)) << simd_level_name(level) << " " << c;
+      EXPECT_EQ(together16, alone16) << simd_level_name(level) << " " << c;
+    }
+  }
+}
+
 TEST(FastKernels, Bf16RoundsToNearestEven) {
   const float values[] = {1.0f, 1.00390625f /* tie: stays 1 */, 1.01171875f /* tie: rounds up */, -3.3f, 0.0f};
   const uint16_t expected[] = {0x3f80, 0x3f80, 0x3f82, 0xc053, 0x0000};

@@ -116,8 +116,10 @@ template <class V, class VI, int Degree = 7>
 [[gnu::target("avx512f")]] inline Types<16>::F exp_fused(Types<16>::F in) {
   using namespace exp_constants;
   __m512 x = (__m512)in;  // vector casts, not std::bit_cast: no call even unoptimised
-  x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kLow), _CMP_LT_OQ), x, _mm512_set1_ps(kLow));
-  x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kHigh), _CMP_GT_OQ), x, _mm512_set1_ps(kHigh));
+  // The clamps as max / min with the bound first: a NaN x stays NaN, as in the
+  // compare-and-blend of the other widths.
+  x = _mm512_max_ps(_mm512_set1_ps(kLow), x);
+  x = _mm512_min_ps(_mm512_set1_ps(kHigh), x);
   const __m512 shifter = _mm512_set1_ps(kShifter);
   const __m512 shifted = _mm512_fmadd_ps(x, _mm512_set1_ps(kLog2e), shifter);
   const __m512 n = _mm512_sub_ps(shifted, shifter);
@@ -125,9 +127,9 @@ template <class V, class VI, int Degree = 7>
   const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Low), r_high);
   __m512 p = _mm512_set1_ps(kInverseFactorials[7]);
   for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kInverseFactorials[k]));
-  const __m512i biased = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(0x4B400000));
-  const __m512i exponent = _mm512_slli_epi32(biased, 23);
-  return (Types<16>::F)_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
+  // p 2^n in one instruction; exact, as adding n to p's exponent field is,
+  // wherever the result is a normal float.
+  return (Types<16>::F)_mm512_scalef_ps(p, n);
 }
 #pragma GCC diagnostic pop
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "core/error.h"
 #include "encoder_goldens.h"
@@ -21,6 +22,7 @@
 #include "model/config.h"
 #include "model/preprocess.h"
 #include "model/synthetic_weights.h"
+#include "random_tensor.h"
 #include "test_paths.h"
 
 namespace sam2rt {
@@ -47,6 +49,39 @@ TEST(ImageEncoderMicro, NeckLevelsAndPositionEncodingsOnlyWhenAsked) {
                              std::pair{&plain.decoder.feat_s0, &out.decoder.feat_s0}}) {
     ASSERT_EQ(a->shape(), b->shape());
     for (int64_t i = 0; i < a->numel(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << i;
+  }
+}
+
+// feat_s0 and feat_s1 are conv_s0 and conv_s1 of neck levels 0 and 1, whether
+// the encoder composes those convs with the neck's lateral convs (levels 0 and
+// 1 lateral-only, as in every SAM 2.1 config) or, where a level adds the
+// top-down path, runs them on the level: each against the conv in double on
+// the levels the same encode gives back.
+TEST(ImageEncoderMicro, HighResFeaturesAreTheDecoderConvsOfLevels0And1) {
+  for (const bool top_down_everywhere : {false, true}) {
+    ModelConfig config = load_config_yaml(testing::fixtures_dir() + "/micro/sam2.1_micro.yaml");
+    if (top_down_everywhere) config.neck.fpn_top_down_levels = {0, 1, 2, 3};
+    const WeightMap weights = synthetic_weights(config, 0);
+    const EncoderOutputs out =
+        ImageEncoder(config, weights).encode(testing::random_tensor({1, 3, 256, 256}, 3), {.neck_levels = true});
+    ASSERT_EQ(out.neck_levels.size(), 3u);
+    for (const auto& [level, name, features] : {std::tuple{0, "conv_s0", &out.decoder.feat_s0},
+                                                std::tuple{1, "conv_s1", &out.decoder.feat_s1}}) {
+      const Tensor& map = out.neck_levels[static_cast<size_t>(level)];
+      const Tensor& weight = weights.at(std::string("sam_mask_decoder.") + name + ".weight");
+      const Tensor& bias = weights.at(std::string("sam_mask_decoder.") + name + ".bias");
+      const int64_t in = map.dim(1), pixels = map.dim(2) * map.dim(3), outputs = weight.dim(0);
+      ASSERT_EQ(features->shape(), (Shape{1, outputs, map.dim(2), map.dim(3)}));
+      double worst = 0.0, largest = 0.0;
+      for (int64_t o = 0; o < outputs; ++o)
+        for (int64_t p = 0; p < pixels; ++p) {
+          double want = bias[o];
+          for (int64_t c = 0; c < in; ++c) want += static_cast<double>(weight[o * in + c]) * map[c * pixels + p];
+          worst = std::max(worst, std::fabs(want - (*features)[o * pixels + p]));
+          largest = std::max(largest, std::fabs(want));
+        }
+      EXPECT_LE(worst, 1e-5 * std::max(1.0, largest)) << name << (top_down_everywhere ? ", top-down levels" : "");
+    }
   }
 }
 

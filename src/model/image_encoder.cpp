@@ -24,14 +24,24 @@ const ModelConfig& checked(const ModelConfig& config, const WeightMap& weights) 
   return config;
 }
 
-// A 1x1 conv as a Linear layer over the channels of a token-major map.
-LinearHandle read_conv1x1(Backend& backend, const WeightMap& weights, const std::string& prefix) {
+// A 1x1 conv's weight as [out, in].
+Tensor conv1x1_weight(const WeightMap& weights, const std::string& prefix) {
   const Tensor& weight = weights.at(prefix + ".weight");
   if (weight.rank() != 4 || weight.dim(2) != 1 || weight.dim(3) != 1) {
     throw Error("image encoder: '" + prefix + ".weight' " + shape_to_string(weight.shape()) + " is not a 1x1 kernel");
   }
-  return backend.linear(weight.reshaped({weight.dim(0), weight.dim(1)}), weights.at(prefix + ".bias"),
-                        Precision::fp32);
+  return weight.reshaped({weight.dim(0), weight.dim(1)});
+}
+
+// The mask decoder's 1x1 conv `prefix` (conv_s0 or conv_s1) on neck level
+// `level`: composed with the level's lateral conv, from the trunk stage, where
+// the level is that conv alone (every SAM 2.1 config); else on the level.
+ImageEncoder::HighResConv high_res_conv(Backend& backend, const FpnNeck& neck, const WeightMap& weights,
+                                        const std::string& prefix, int level) {
+  const Tensor weight = conv1x1_weight(weights, prefix);
+  const Tensor& bias = weights.at(prefix + ".bias");
+  if (neck.lateral_only(level)) return {neck.composed_with_lateral(level, weight, bias), true};
+  return {backend.linear(weight, bias, Precision::fp32), false};
 }
 
 std::shared_ptr<Backend> checked_backend(std::shared_ptr<Backend> backend) {
@@ -84,8 +94,8 @@ ImageEncoder::ImageEncoder(const ModelConfig& config, const WeightMap& weights, 
       trunk_(config, weights, Precision::fp32, *backend_),
       bf16_trunk_(std::make_shared<Bf16Trunk>()),
       neck_(config.neck, weights, *backend_),
-      conv_s0_(read_conv1x1(*backend_, weights, "sam_mask_decoder.conv_s0")),
-      conv_s1_(read_conv1x1(*backend_, weights, "sam_mask_decoder.conv_s1")),
+      conv_s0_(high_res_conv(*backend_, neck_, weights, "sam_mask_decoder.conv_s0", 0)),
+      conv_s1_(high_res_conv(*backend_, neck_, weights, "sam_mask_decoder.conv_s1", 1)),
       no_mem_embed_(backend_->constant(weights.at("no_mem_embed").reshaped({config.embed_dim()}))),
       programs_(std::make_shared<Programs>()) {}
 
@@ -124,25 +134,33 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
     for (const DeviceTensor& stage : stages) out.trunk_stages.push_back(to_nchw(stage));
   }
 
-  std::vector<DeviceTensor> levels = neck_.forward(std::move(stages));
+  auto project = [&](const LinearHandle& conv, const DeviceTensor& map) {
+    ScopedStage stage("decoder features");
+    DeviceTensor hwc = backend.tensor({map.dim(0), map.dim(1), conv.out_features});
+    backend.linear_forward(conv, map, map.dim(0) * map.dim(1), hwc, Epilogue::none);
+    return hwc;
+  };
+  // feat_s0 and feat_s1 straight from the trunk stages where their convs are
+  // composed with the neck's (high_res_conv): levels 0 and 1 (64 and 16 MB for
+  // SAM 2 at 1024) are then made only when asked for.
+  const bool levels_asked = nchw_outputs && neck_levels;
+  if (conv_s0_.from_stage) out.decoder_hwc.feat_s0 = project(conv_s0_.conv, stages[0]);
+  if (conv_s1_.from_stage) out.decoder_hwc.feat_s1 = project(conv_s1_.conv, stages[1]);
+  const int first_level = levels_asked || !conv_s0_.from_stage ? 0 : !conv_s1_.from_stage ? 1 : 2;
+  std::vector<DeviceTensor> levels = neck_.forward(std::move(stages), first_level);
   levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
-  if (nchw_outputs && neck_levels) {
+  if (levels_asked) {
     for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
   }
+  if (!conv_s0_.from_stage) out.decoder_hwc.feat_s0 = project(conv_s0_.conv, levels[0]);
+  levels[0] = DeviceTensor();
+  if (!conv_s1_.from_stage) out.decoder_hwc.feat_s1 = project(conv_s1_.conv, levels[1]);
 
   ScopedStage stage("decoder features");
   DeviceTensor image_embed = backend.tensor(levels[2].shape());
   backend.copy(levels[2], image_embed);
   backend.add_channel_vector(image_embed, no_mem_embed_);
   out.decoder_hwc.image_embed = image_embed;
-  auto project = [&](const LinearHandle& conv, const DeviceTensor& level) {
-    DeviceTensor hwc = backend.tensor({level.dim(0), level.dim(1), conv.out_features});
-    backend.linear_forward(conv, level, level.dim(0) * level.dim(1), hwc, Epilogue::none);
-    return hwc;
-  };
-  out.decoder_hwc.feat_s0 = project(conv_s0_, levels[0]);
-  levels[0] = DeviceTensor();  // the finest level (64 MB for SAM 2 at 1024): only feat_s0 reads it
-  out.decoder_hwc.feat_s1 = project(conv_s1_, levels[1]);
   if (nchw_outputs) {
     out.image_embed = to_nchw(out.decoder_hwc.image_embed);
     out.feat_s1 = to_nchw(out.decoder_hwc.feat_s1);

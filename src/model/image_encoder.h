@@ -89,6 +89,14 @@ class ImageEncoder {
 
   const Backend& backend() const { return *backend_; }
 
+  // conv_s0 or conv_s1 of the mask decoder: from the trunk stage (composed
+  // with the neck's lateral conv, FpnNeck::composed_with_lateral) or on the
+  // neck's level.
+  struct HighResConv {
+    LinearHandle conv;
+    bool from_stage = false;
+  };
+
  private:
   struct Bf16Trunk;
   struct DeviceOutputs;
@@ -108,7 +116,7 @@ class ImageEncoder {
   HieraTrunk trunk_;
   std::shared_ptr<Bf16Trunk> bf16_trunk_;
   FpnNeck neck_;
-  LinearHandle conv_s0_, conv_s1_;
+  HighResConv conv_s0_, conv_s1_;
   DeviceTensor no_mem_embed_;  // [d_model]
   std::shared_ptr<Programs> programs_;  // device backends: the recorded encodes
 };

@@ -497,9 +497,16 @@ TEST(Cli, BenchJsonHoldsTheDocumentedFields) {
                               s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = nlohmann::json::parse(read_text(s.file("bench.json")));
-  for (const char* key : {"variant", "precision", "threads", "load_ms", "encoder_gflops", "peak_rss_mb"}) {
-    EXPECT_TRUE(report.contains(key)) << key;
+  for (const char* key : {"variant", "precision", "threads", "load_ms", "encoder_gflops", "peak_rss_mb", "gemm_gflops",
+                          "encoder_of_gemm", "encoder_executed_of_gemm", "encoder_gmac", "encoder_gmac_executed"}) {
+    ASSERT_TRUE(report.contains(key)) << key;
   }
+  // The CPU's GEMM rate timed after each encode, and the encoder's share of it
+  // counted on the model's work and on the work executed.
+  EXPECT_GT(report["gemm_gflops"].get<double>(), 0.0);
+  EXPECT_GT(report["encoder_of_gemm"].get<double>(), report["encoder_executed_of_gemm"].get<double>());
+  EXPECT_GT(report["encoder_executed_of_gemm"].get<double>(), 0.0);
+  EXPECT_LT(report["encoder_gmac_executed"].get<double>(), report["encoder_gmac"].get<double>());
   EXPECT_EQ(report["everything"]["points_per_side"], 2);
   for (const char* timing : {"encoder_ms", "decoder_ms", "decoder_batch3_ms_per_prompt", "everything_ms"}) {
     ASSERT_TRUE(report.contains(timing)) << timing;

@@ -12,6 +12,10 @@ TEST(EncoderCost, TinyAt1024) {
   EXPECT_EQ(cost.total(), 146197003776);
   EXPECT_EQ(cost.patch_embed, 65536LL * 96 * 147);
   EXPECT_EQ(cost.attention, 42687413760LL);
+  // Window padding's projections (2726756352) and levels 0 and 1 through the
+  // composed convs (2818572288), counted apart by the same Python walk.
+  EXPECT_EQ(cost.skipped, 2726756352LL + 2818572288LL);
+  EXPECT_EQ(cost.executed(), 140651675136LL);
 }
 
 TEST(EncoderCost, GrowsWithTheVariant) {

@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "api/automatic_mask_generator.h"
 #include "api/predictor.h"
 #include "commands.h"
 #include "bench_video.h"
 #include "compute_thread_placement.h"
+#include "gemm_probe.h"
 #include "core/tensor_compare.h"
 #include "io/atomic_file.h"
 #include "kernels/stage_profile.h"
@@ -68,9 +70,14 @@ double process_cpu_ms() {
 // also the process CPU time of each call divided by the thread count: on a shared
 // machine that is what the wall time would be with the cores to ourselves (if
 // the work is spread evenly), so it is reported next to it.
+// after_each runs untimed after every call (warm-ups included).
 TimingStats time_runs(int warmup, int runs, const std::function<void()>& body,
-                      const std::function<void()>& after_warmup = [] {}, TimingStats* cpu_per_thread = nullptr) {
-  for (int i = 0; i < warmup; ++i) body();
+                      const std::function<void()>& after_warmup = [] {}, TimingStats* cpu_per_thread = nullptr,
+                      const std::function<void()>& after_each = [] {}) {
+  for (int i = 0; i < warmup; ++i) {
+    body();
+    after_each();
+  }
   after_warmup();
   std::vector<double> samples, cpu_samples;
   for (int i = 0; i < runs; ++i) {
@@ -79,10 +86,13 @@ TimingStats time_runs(int warmup, int runs, const std::function<void()>& body,
     body();
     samples.push_back(milliseconds_since(start));
     cpu_samples.push_back((process_cpu_ms() - cpu_start) / omp_get_max_threads());
+    after_each();
   }
   if (cpu_per_thread) *cpu_per_thread = summarize(cpu_samples);
   return summarize(samples);
 }
+
+double median_of(std::vector<double> values) { return summarize(std::move(values)).median; }
 
 void print_row(const char* what, const TimingStats& s) {
   std::printf("%-30s %9.2f %9.2f %9.2f %9.2f %9.2f  (%d runs)\n", what, s.min, s.median, s.mean, s.max, s.std, s.runs);
@@ -178,12 +188,18 @@ struct BenchCommand {
     start = std::chrono::steady_clock::now();
     predictor.set_image(image, options);
     const double first_encode_ms = milliseconds_since(start);
+    const bool on_device = loaded->encoder().backend().records();
+    // On the CPU, the GEMM rate the encoder is held to, timed after each encode.
+    std::optional<GemmProbe> gemm;
+    if (!on_device) gemm.emplace(options.precision == Precision::bf16);
     TimingStats encoder_cpu;
-    std::vector<double> upload_samples, device_samples, download_samples;
+    std::vector<double> upload_samples, device_samples, download_samples, encode_samples, gemm_samples;
     const TimingStats encoder = time_runs(
         warmup, runs,
         [&] {
+          const auto encode_start = std::chrono::steady_clock::now();
           predictor.set_image(image, options);
+          encode_samples.push_back(milliseconds_since(encode_start));
           const EncoderOutputs& encoded = predictor.encoder_outputs();
           upload_samples.push_back(encoded.upload_ms);
           device_samples.push_back(encoded.device_ms);
@@ -192,10 +208,12 @@ struct BenchCommand {
         [&] {
           stage_profile_reset();
           upload_samples.clear(), device_samples.clear(), download_samples.clear();
+          encode_samples.clear(), gemm_samples.clear();
         },
-        &encoder_cpu);
+        &encoder_cpu, [&] {
+          if (gemm) gemm_samples.push_back(gemm->gflops());
+        });
     const ProgramStats ops = predictor.encoder_outputs().ops;
-    const bool on_device = loaded->encoder().backend().records();
     if (stage_profile_enabled()) {
       std::printf("\n");
       stage_profile_print(stdout, runs, "encode");
@@ -273,6 +291,11 @@ struct BenchCommand {
 
     const EncoderCost cost = encoder_cost(config);
     const double gflops = 2.0 * static_cast<double>(cost.total()) / (encoder.median * 1e6);
+    // Each encode's rate over the GEMM timing right after it.
+    std::vector<double> of_gemm;
+    for (size_t i = 0; i < gemm_samples.size() && i < encode_samples.size(); ++i) {
+      of_gemm.push_back(2.0 * static_cast<double>(cost.total()) / (encode_samples[i] * 1e6) / gemm_samples[i]);
+    }
     const double rss = peak_rss_mb();
 
     std::printf("\n%-30s %9s %9s %9s %9s %9s\n", "ms", "min", "median", "mean", "max", "std");
@@ -301,11 +324,22 @@ struct BenchCommand {
     std::printf("%-36s %9.1f ms\n", "load: build model (ready to run)", build_ms);
     std::printf("%-36s %9.1f ms\n", "load: total", weights_ms + build_ms);
     std::printf("%-36s %9.1f ms\n", "first encode (+ making primitives)", first_encode_ms);
-    std::printf("encoder work    %.1f GMAC (linear %.1f, attention %.1f, patch embed %.1f, neck %.1f)\n",
+    std::printf("encoder work    %.1f GMAC (linear %.1f, attention %.1f, patch embed %.1f, neck %.1f) as the official "
+                "model counts it; %.1f executed here (model/encoder_cost.h)\n",
                 static_cast<double>(cost.total()) * 1e-9, static_cast<double>(cost.linear) * 1e-9,
                 static_cast<double>(cost.attention) * 1e-9, static_cast<double>(cost.patch_embed) * 1e-9,
-                static_cast<double>(cost.neck) * 1e-9);
+                static_cast<double>(cost.neck) * 1e-9, static_cast<double>(cost.executed()) * 1e-9);
     std::printf("encoder speed   %.1f GFLOP/s (2 x MACs / median time)\n", gflops);
+    if (!of_gemm.empty()) {
+      std::printf("GEMM rate       %.1f GFLOP/s (oneDNN %s, %lld x %lld -> %lld, median of a timing after each encode)\n",
+                  median_of(gemm_samples), options.precision == Precision::bf16 ? "bf16" : "fp32",
+                  static_cast<long long>(GemmProbe::kRows), static_cast<long long>(GemmProbe::kIn),
+                  static_cast<long long>(GemmProbe::kOut));
+      const double executed = static_cast<double>(cost.executed()) / static_cast<double>(cost.total());
+      std::printf("encoder / GEMM  %.1f%% of the model's work, %.1f%% of the executed (median of each encode's rate "
+                  "over the GEMM timing after it)\n",
+                  100.0 * median_of(of_gemm), 100.0 * executed * median_of(of_gemm));
+    }
     std::printf("encoder ops     %lld total, %lld on device (%s)", static_cast<long long>(ops.ops),
                 static_cast<long long>(ops.ops_on_device), device.c_str());
     if (on_device) std::printf(", %lld dispatches", static_cast<long long>(ops.dispatches));
@@ -359,6 +393,7 @@ struct BenchCommand {
                                {"decoder_mask_input_ms", to_json(with_mask_input)},
                                {"decoder_batch" + std::to_string(batch) + "_ms_per_prompt", to_json(batched_per_prompt)},
                                {"encoder_gmac", static_cast<double>(cost.total()) * 1e-9},
+                               {"encoder_gmac_executed", static_cast<double>(cost.executed()) * 1e-9},
                                {"encoder_gflops", gflops},
                                {"peak_rss_mb", rss}};
       if (!encoder_only) {
@@ -372,6 +407,12 @@ struct BenchCommand {
         report.erase("decoder_ms");
         report.erase("decoder_mask_input_ms");
         report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");
+      }
+      if (!of_gemm.empty()) {
+        report["gemm_gflops"] = median_of(gemm_samples);
+        report["encoder_of_gemm"] = median_of(of_gemm);
+        report["encoder_executed_of_gemm"] =
+            median_of(of_gemm) * static_cast<double>(cost.executed()) / static_cast<double>(cost.total());
       }
       if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
       if (on_device) {

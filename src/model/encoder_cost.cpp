@@ -1,6 +1,7 @@
 #include "model/encoder_cost.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 namespace sam2rt {
@@ -41,6 +42,7 @@ EncoderCost encoder_cost(const ModelConfig& config) {
       const int64_t windows = (padded / window) * (padded / window);
       in_tokens = padded * padded;
       out_tokens = round_up(out_grid, out_window) * round_up(out_grid, out_window);
+      cost.skipped += (in_tokens - grid * grid) * dim * 3 * dim_out + (out_tokens - out_grid * out_grid) * dim_out * dim_out;
       cost.attention += windows * (out_window * out_window) * (window * window) * dim_out * 2;
     } else {
       in_tokens = grid * grid;
@@ -62,6 +64,15 @@ EncoderCost encoder_cost(const ModelConfig& config) {
   }
   const int64_t s0 = config.image_size / 4, s1 = config.image_size / 8;
   cost.neck += s0 * s0 * d * (d / 8) + s1 * s1 * d * (d / 4);
+  // The decoder's conv of a lateral-only level (0: d / 8 outputs, 1: d / 4)
+  // composed with the lateral conv of its stage's channels.
+  const std::vector<int>& channels = config.neck.backbone_channel_list;  // lowest resolution first
+  const std::vector<int>& top_down = config.neck.fpn_top_down_levels;
+  for (const auto& [level, grid_side, outputs] : {std::tuple{0, s0, d / 8}, std::tuple{1, s1, d / 4}}) {
+    if (std::find(top_down.begin(), top_down.end(), level) != top_down.end()) continue;
+    const int64_t pixels = grid_side * grid_side, stage_channels = channels[channels.size() - 1 - level];
+    cost.skipped += pixels * stage_channels * d + pixels * d * outputs - pixels * stage_channels * outputs;
+  }
   return cost;
 }
 

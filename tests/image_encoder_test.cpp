@@ -23,6 +23,7 @@
 #include "model/preprocess.h"
 #include "model/synthetic_weights.h"
 #include "random_tensor.h"
+#include "simd_levels.h"
 #include "test_paths.h"
 
 namespace sam2rt {
@@ -50,6 +51,30 @@ TEST(ImageEncoderMicro, NeckLevelsAndPositionEncodingsOnlyWhenAsked) {
     ASSERT_EQ(a->shape(), b->shape());
     for (int64_t i = 0; i < a->numel(); ++i) ASSERT_EQ((*a)[i], (*b)[i]) << i;
   }
+}
+
+// The video tracker's encode: the coarsest neck level alone, the same bits as
+// among all three, and the same decoder features; position encodings still
+// get every level.
+TEST(ImageEncoderMicro, CoarsestNeckLevelAloneWhenThatIsAllThatIsAsked) {
+  const ModelConfig config = load_config_yaml(testing::fixtures_dir() + "/micro/sam2.1_micro.yaml");
+  const ImageEncoder encoder(config, synthetic_weights(config, 0));
+  const Tensor image = testing::random_tensor({1, 3, 256, 256}, 4);
+  const EncoderOutputs all = encoder.encode(image, {.neck_levels = true});
+  const EncoderOutputs coarsest = encoder.encode(image, {.neck_levels = true, .coarsest_neck_level_only = true});
+  ASSERT_EQ(coarsest.neck_levels.size(), 3u);
+  EXPECT_TRUE(coarsest.neck_levels[0].empty());
+  EXPECT_TRUE(coarsest.neck_levels[1].empty());
+  ASSERT_EQ(coarsest.neck_levels[2].shape(), all.neck_levels[2].shape());
+  EXPECT_TRUE(testing::same_bits(coarsest.neck_levels[2], all.neck_levels[2]));
+  EXPECT_TRUE(testing::same_bits(coarsest.decoder.image_embed, all.decoder.image_embed) &&
+              testing::same_bits(coarsest.decoder.feat_s1, all.decoder.feat_s1) &&
+              testing::same_bits(coarsest.decoder.feat_s0, all.decoder.feat_s0));
+  const EncoderOutputs with_pos = encoder.encode(
+      image, {.neck_levels = true, .coarsest_neck_level_only = true, .position_encodings = true});
+  ASSERT_EQ(with_pos.neck_levels.size(), 3u);
+  for (const Tensor& level : with_pos.neck_levels) EXPECT_FALSE(level.empty());
+  EXPECT_EQ(with_pos.neck_pos.size(), 3u);
 }
 
 // feat_s0 and feat_s1 are conv_s0 and conv_s1 of neck levels 0 and 1, whether

@@ -107,6 +107,29 @@ TEST_F(VulkanEncoderMicro, LeavesTheDecoderFeaturesOnTheDeviceWhenAsked) {
   }
 }
 
+// The video tracker's encode on a device: the coarsest neck level alone is
+// made and downloaded (two downloads fewer than with every level), with the
+// bits it has among all three.
+TEST_F(VulkanEncoderMicro, DownloadsTheCoarsestNeckLevelAloneWhenThatIsAllThatIsAsked) {
+  const ModelConfig config = micro_config();
+  const auto device = backend();
+  const ImageEncoder encoder(config, synthetic_weights(config, 0), device);
+  const Tensor image = random_tensor({1, 3, config.image_size, config.image_size}, 52);
+  const EncoderOutputs all = encoder.encode(image, {.neck_levels = true});
+  for (int replay = 0; replay < 2; ++replay) {  // recorded, then replayed
+    const TransferCounts before = device->transfers();
+    const EncoderOutputs coarsest = encoder.encode(image, {.neck_levels = true, .coarsest_neck_level_only = true});
+    EXPECT_EQ(device->transfers().downloads - before.downloads, 4);  // level 2 and the decoder's three
+    ASSERT_EQ(coarsest.neck_levels.size(), 3u);
+    EXPECT_TRUE(coarsest.neck_levels[0].empty() && coarsest.neck_levels[1].empty());
+    ASSERT_EQ(coarsest.neck_levels[2].shape(), all.neck_levels[2].shape());
+    EXPECT_EQ(std::memcmp(coarsest.neck_levels[2].data(), all.neck_levels[2].data(),
+                          sizeof(float) * all.neck_levels[2].numel()),
+              0);
+    expect_same_bits(coarsest.decoder, all.decoder);
+  }
+}
+
 // Features left on the device are not downloaded unless asked: the encode
 // uploads the image and downloads nothing; download_decoder_features later
 // gives the bits the encode would have downloaded.

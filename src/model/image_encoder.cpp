@@ -81,7 +81,7 @@ struct ImageEncoder::Programs {
     DeviceOutputs outputs;
     std::shared_ptr<Program> program;
   };
-  Recorded channels_last, nchw, nchw_and_trunk;
+  Recorded channels_last, nchw, nchw_coarsest_level, nchw_and_trunk;
 };
 
 ImageEncoder::ImageEncoder(const ModelConfig& config, const WeightMap& weights)
@@ -111,9 +111,15 @@ const HieraTrunk& ImageEncoder::trunk(Precision precision) const {
   return *bf16_trunk_->trunk;
 }
 
+ImageEncoder::NeckLevels ImageEncoder::neck_levels_asked(const EncodeOptions& options) {
+  if (options.position_encodings || options.trunk_outputs) return NeckLevels::all;
+  if (!options.neck_levels) return NeckLevels::none;
+  return options.coarsest_neck_level_only ? NeckLevels::coarsest : NeckLevels::all;
+}
+
 ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, const HieraTrunk& trunk,
                                                   bool trunk_outputs, bool nchw_outputs,
-                                                  bool neck_levels) const {
+                                                  NeckLevels levels_out) const {
   Backend& backend = *backend_;
   auto to_nchw = [&backend](const DeviceTensor& hwc) {
     ScopedStage stage("to NCHW");
@@ -143,14 +149,17 @@ ImageEncoder::DeviceOutputs ImageEncoder::forward(const DeviceTensor& image, con
   // feat_s0 and feat_s1 straight from the trunk stages where their convs are
   // composed with the neck's (high_res_conv): levels 0 and 1 (64 and 16 MB for
   // SAM 2 at 1024) are then made only when asked for.
-  const bool levels_asked = nchw_outputs && neck_levels;
+  const bool all_levels = nchw_outputs && levels_out == NeckLevels::all;
   if (conv_s0_.from_stage) out.decoder_hwc.feat_s0 = project(conv_s0_.conv, stages[0]);
   if (conv_s1_.from_stage) out.decoder_hwc.feat_s1 = project(conv_s1_.conv, stages[1]);
-  const int first_level = levels_asked || !conv_s0_.from_stage ? 0 : !conv_s1_.from_stage ? 1 : 2;
+  const int first_level = all_levels || !conv_s0_.from_stage ? 0 : !conv_s1_.from_stage ? 1 : 2;
   std::vector<DeviceTensor> levels = neck_.forward(std::move(stages), first_level);
   levels.resize(levels.size() - static_cast<size_t>(config_.neck.scalp));  // drop the lowest resolution
-  if (levels_asked) {
+  if (all_levels) {
     for (const DeviceTensor& level : levels) out.neck_levels.push_back(to_nchw(level));
+  } else if (nchw_outputs && levels_out == NeckLevels::coarsest) {
+    out.neck_levels.resize(levels.size());
+    out.neck_levels.back() = to_nchw(levels.back());
   }
   if (!conv_s0_.from_stage) out.decoder_hwc.feat_s0 = project(conv_s0_.conv, levels[0]);
   levels[0] = DeviceTensor();
@@ -182,8 +191,7 @@ EncoderOutputs ImageEncoder::encode(const Tensor& image, const EncodeOptions& op
     out = replay(image, options);
   } else {
     const int64_t ops_before = backend_->ops_called();
-    const bool neck_levels = options.neck_levels || options.position_encodings;
-    out = download(forward(backend_->input(image), trunk, options.trunk_outputs, true, neck_levels));
+    out = download(forward(backend_->input(image), trunk, options.trunk_outputs, true, neck_levels_asked(options)));
     out.ops.ops = backend_->ops_called() - ops_before;
   }
   if (options.position_encodings) {
@@ -199,14 +207,20 @@ EncoderOutputs ImageEncoder::replay(const Tensor& image, const EncodeOptions& op
   Backend& backend = *backend_;
   const bool trunk_outputs = options.trunk_outputs, on_host = outputs_on_host(options);
   std::lock_guard lock(backend.run_mutex());
-  Programs::Recorded& recorded =
-      trunk_outputs ? programs_->nchw_and_trunk : (on_host ? programs_->nchw : programs_->channels_last);
+  // Host outputs come with every neck level, or with the coarsest alone when
+  // that is all that is asked for.
+  const bool coarsest_only = neck_levels_asked(options) == NeckLevels::coarsest;
+  Programs::Recorded& recorded = trunk_outputs   ? programs_->nchw_and_trunk
+                                 : !on_host      ? programs_->channels_last
+                                 : coarsest_only ? programs_->nchw_coarsest_level
+                                                 : programs_->nchw;
   if (recorded.program == nullptr) {
     ScopedStage stage("record");
     backend.begin_program();
     try {
       recorded.input = backend.tensor(image.shape());
-      recorded.outputs = forward(recorded.input, trunk_, trunk_outputs, on_host, on_host);
+      recorded.outputs =
+          forward(recorded.input, trunk_, trunk_outputs, on_host, coarsest_only ? NeckLevels::coarsest : NeckLevels::all);
     } catch (...) {
       // Drop the partial recording: the next encode records afresh.
       backend.end_program();
@@ -272,7 +286,9 @@ EncoderOutputs ImageEncoder::download(const DeviceOutputs& device) const {
   EncoderOutputs out;
   if (!device.patch_embed_pos.empty()) out.patch_embed_pos = backend.download(device.patch_embed_pos);
   for (const DeviceTensor& stage : device.trunk_stages) out.trunk_stages.push_back(backend.download(stage));
-  for (const DeviceTensor& level : device.neck_levels) out.neck_levels.push_back(backend.download(level));
+  for (const DeviceTensor& level : device.neck_levels) {
+    out.neck_levels.push_back(level.empty() ? Tensor() : backend.download(level));
+  }
   out.decoder.image_embed = backend.download(device.image_embed);
   out.decoder.feat_s1 = backend.download(device.feat_s1);
   out.decoder.feat_s0 = backend.download(device.feat_s0);

@@ -20,7 +20,7 @@ struct EncoderOutputs {
   std::vector<Tensor> trunk_stages;  // 4 x Hiera.forward outputs, highest resolution first; only when requested
   // The NCHW outputs below are empty when they stayed on the device
   // (EncodeOptions::download_outputs): decoder_on_device holds the decoder's then.
-  std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution
+  std::vector<Tensor> neck_levels;   // 3 x FPN levels after scalp, level 0 = highest resolution (see EncodeOptions)
   std::vector<Tensor> neck_pos;      // 3 x sine position encodings, only when requested
   DecoderFeatures decoder;           // image_embed, feat_s1, feat_s0 (see features.h)
   // The same left on a device backend, when asked (EncodeOptions): this encode's
@@ -52,6 +52,11 @@ struct EncodeOptions {
   // decoder's features; left out, the CPU skips their NCHW copies (84 MB for a
   // 1024-pixel image). Device backends download them whenever they download.
   bool neck_levels = false;
+  // With neck_levels: the coarsest level alone (what the video tracker attends
+  // from). The finer levels are not made, nor downloaded from a device; they
+  // stay empty tensors in EncoderOutputs::neck_levels. Ignored with
+  // position_encodings or trunk_outputs, which get every level.
+  bool coarsest_neck_level_only = false;
   bool position_encodings = false;  // the neck's vision_pos_enc (unused by the image predictor)
   bool trunk_outputs = false;       // patch_embed_pos and trunk_stages (goldens, debugging)
   // Arithmetic of the trunk's GEMMs. bf16 rounds weights and GEMM inputs to
@@ -102,11 +107,15 @@ class ImageEncoder {
   struct DeviceOutputs;
   struct Programs;
   const HieraTrunk& trunk(Precision precision) const;
+  // Which neck levels an encode hands out (EncodeOptions::neck_levels and
+  // coarsest_neck_level_only).
+  enum class NeckLevels { none, coarsest, all };
+  static NeckLevels neck_levels_asked(const EncodeOptions& options);
   // The whole encode as backend ops on `image`; the NCHW copies of the outputs
   // only when `nchw_outputs` (a device converts them only for a download), of
-  // the neck's levels only when `neck_levels` too.
+  // the neck's levels `levels` among them.
   DeviceOutputs forward(const DeviceTensor& image, const HieraTrunk& trunk, bool trunk_outputs, bool nchw_outputs,
-                        bool neck_levels) const;
+                        NeckLevels levels) const;
   EncoderOutputs replay(const Tensor& image, const EncodeOptions& options) const;
   EncoderOutputs download(const DeviceOutputs& device) const;
 

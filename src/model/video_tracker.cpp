@@ -33,6 +33,7 @@ Tensor nchw_of(const Tensor& rows, int64_t e) {
 EncodeOptions frame_encode_options() {
   EncodeOptions options;
   options.neck_levels = true;
+  options.coarsest_neck_level_only = true;
   return options;
 }
 
@@ -63,7 +64,7 @@ VideoTracker::VideoTracker(const ModelConfig& config, const TrackingConfig& trac
 }
 
 FrameFeatures VideoTracker::frame_features(const EncoderOutputs& encoded) const {
-  if (encoded.neck_levels.size() < 3) {
+  if (encoded.neck_levels.size() < 3 || encoded.neck_levels[2].empty()) {
     throw Error("a video frame's encode needs the neck levels (frame_encode_options)");
   }
   return {.decoder = encoded.decoder, .vision_feats = rows_of(encoded.neck_levels[2]), .vision_pos = vision_pos_};

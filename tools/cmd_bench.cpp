@@ -291,11 +291,16 @@ struct BenchCommand {
 
     const EncoderCost cost = encoder_cost(config);
     const double gflops = 2.0 * static_cast<double>(cost.total()) / (encoder.median * 1e6);
-    // Each encode's rate over the GEMM timing right after it.
+    // Each encode's rate over the GEMM timing right after it; the executed
+    // work's share scales it.
     std::vector<double> of_gemm;
     for (size_t i = 0; i < gemm_samples.size() && i < encode_samples.size(); ++i) {
       of_gemm.push_back(2.0 * static_cast<double>(cost.total()) / (encode_samples[i] * 1e6) / gemm_samples[i]);
     }
+    const bool paired = !of_gemm.empty();
+    const double gemm_gflops = paired ? median_of(gemm_samples) : 0.0, encoder_of_gemm = paired ? median_of(of_gemm) : 0.0;
+    const double executed_of_gemm =
+        encoder_of_gemm * static_cast<double>(cost.executed()) / static_cast<double>(cost.total());
     const double rss = peak_rss_mb();
 
     std::printf("\n%-30s %9s %9s %9s %9s %9s\n", "ms", "min", "median", "mean", "max", "std");
@@ -330,15 +335,14 @@ struct BenchCommand {
                 static_cast<double>(cost.attention) * 1e-9, static_cast<double>(cost.patch_embed) * 1e-9,
                 static_cast<double>(cost.neck) * 1e-9, static_cast<double>(cost.executed()) * 1e-9);
     std::printf("encoder speed   %.1f GFLOP/s (2 x MACs / median time)\n", gflops);
-    if (!of_gemm.empty()) {
+    if (paired) {
       std::printf("GEMM rate       %.1f GFLOP/s (oneDNN %s, %lld x %lld -> %lld, median of a timing after each encode)\n",
-                  median_of(gemm_samples), options.precision == Precision::bf16 ? "bf16" : "fp32",
+                  gemm_gflops, options.precision == Precision::bf16 ? "bf16" : "fp32",
                   static_cast<long long>(GemmProbe::kRows), static_cast<long long>(GemmProbe::kIn),
                   static_cast<long long>(GemmProbe::kOut));
-      const double executed = static_cast<double>(cost.executed()) / static_cast<double>(cost.total());
       std::printf("encoder / GEMM  %.1f%% of the model's work, %.1f%% of the executed (median of each encode's rate "
                   "over the GEMM timing after it)\n",
-                  100.0 * median_of(of_gemm), 100.0 * executed * median_of(of_gemm));
+                  100.0 * encoder_of_gemm, 100.0 * executed_of_gemm);
     }
     std::printf("encoder ops     %lld total, %lld on device (%s)", static_cast<long long>(ops.ops),
                 static_cast<long long>(ops.ops_on_device), device.c_str());
@@ -408,11 +412,10 @@ struct BenchCommand {
         report.erase("decoder_mask_input_ms");
         report.erase("decoder_batch" + std::to_string(batch) + "_ms_per_prompt");
       }
-      if (!of_gemm.empty()) {
-        report["gemm_gflops"] = median_of(gemm_samples);
-        report["encoder_of_gemm"] = median_of(of_gemm);
-        report["encoder_executed_of_gemm"] =
-            median_of(of_gemm) * static_cast<double>(cost.executed()) / static_cast<double>(cost.total());
+      if (paired) {
+        report["gemm_gflops"] = gemm_gflops;
+        report["encoder_of_gemm"] = encoder_of_gemm;
+        report["encoder_executed_of_gemm"] = executed_of_gemm;
       }
       if (!fidelity.is_null()) report["bf16_vs_fp32"] = fidelity;
       if (on_device) {

@@ -75,7 +75,7 @@ std::vector<DeviceTensor> FpnNeck::forward(std::vector<DeviceTensor> stages, int
   std::vector<DeviceTensor> levels(stages.size());
   DeviceTensor previous;
   for (int level = last; level >= std::max(first_level, 0); --level) {
-    const LinearHandle& conv = laterals_[static_cast<size_t>(last - level)];
+    const LinearHandle& conv = laterals_[static_cast<size_t>(lateral_index(level))];
     DeviceTensor stage = std::move(stages[static_cast<size_t>(level)]);
     if (stage.dim(-1) != conv.in_features) {
       throw Error("FPN neck: stage " + shape_to_string(stage.shape()) + " does not match lateral conv of " +
@@ -83,8 +83,7 @@ std::vector<DeviceTensor> FpnNeck::forward(std::vector<DeviceTensor> stages, int
     }
     DeviceTensor lateral = backend_.tensor({stage.dim(0), stage.dim(1), conv.out_features});
     backend_.linear_forward(conv, stage, stage.dim(0) * stage.dim(1), lateral, Epilogue::none);
-    const bool top_down = std::find(top_down_levels_.begin(), top_down_levels_.end(), level) != top_down_levels_.end();
-    if (top_down && !previous.empty()) backend_.add_upsampled_nearest2x(lateral, previous);
+    if (!lateral_only(level) && !previous.empty()) backend_.add_upsampled_nearest2x(lateral, previous);
     previous = lateral;
     levels[static_cast<size_t>(level)] = lateral;
   }
